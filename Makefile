@@ -1,0 +1,40 @@
+# Two entry points: `make demo` (the demo campaign) and `make test` (what CI runs).
+# Both create .venv when it is missing; nothing needs to be installed beforehand but python3.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+# torch 2.13.0's CPU build is what this machine's disk (and CI) has; a bare `torch` would pull
+# a multi-GB CUDA build. Users elsewhere install the project normally (torch>=2.3).
+TORCH  ?= torch==2.13.0
+PLAN   ?= ablations/recipes/demo.yaml
+OUT    ?= demo-out
+export PREFECT_SERVER_ANALYTICS_ENABLED=false
+export DO_NOT_TRACK=1
+
+.PHONY: venv demo test lint typecheck clean
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+venv: $(BIN)/.installed
+
+demo: venv
+	$(BIN)/ablate validate $(PLAN)
+	$(BIN)/ablate plan $(PLAN)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: venv
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+"""ablate: ablation campaigns that end in a decision. The domain layer; runs without Prefect."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,158 @@
+"""The `ablate` command line. Exit codes: 0 done, 1 internal error, 2 invalid input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ablations.errors import AblationError, PlanError
+from ablations.plan import Plan, plan_hash
+from ablations.plan_io import load_plan
+from ablations.variants import planned_runs, variants
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
+
+Command = Callable[[argparse.Namespace], int]
+_COMMANDS: dict[str, Command] = {}
+
+
+def command(name: str) -> Callable[[Command], Command]:
+    """Register a subcommand handler (other modules add theirs: run, verify, budget...)."""
+
+    def register(handler: Command) -> Command:
+        _COMMANDS[name] = handler
+        return handler
+
+    return register
+
+
+def _summary(plan: Plan, digest: str) -> str:
+    all_variants = variants(plan)
+    runs = planned_runs(plan, digest)
+    categories = Counter(v.category for v in all_variants)
+    phases = Counter(r.phase for r in runs)
+    return "\n".join(
+        [
+            f"campaign   {plan.campaign.id}: {plan.campaign.question}",
+            f"decision   {plan.campaign.decision}",
+            f"plan hash  {digest}",
+            f"workload   {plan.workload.entry} ({plan.workload.steps} steps, "
+            f"eval every {plan.workload.eval_every})",
+            f"variants   {len(all_variants)} "
+            + "("
+            + ", ".join(f"{categories[c]} {c}" for c in ("essential", "useful", "exploratory"))
+            + ")",
+            f"seeds      {plan.seeds} (paired)",
+            f"metric     {plan.metric.name} {plan.metric.direction}, threshold "
+            f"{plan.metric.threshold}, useful effect {plan.metric.useful_effect}",
+            f"runs       {phases['pilot']} pilot ({plan.pilot_steps} steps) + "
+            f"{phases['main']} main",
+            f"gate       {plan.gate.mode}; checkpoints to {plan.checkpoint.store}; "
+            f"devices {plan.resources.devices}",
+        ]
+    )
+
+
+@command("validate")
+def _validate(args: argparse.Namespace) -> int:
+    plan = load_plan(args.plan)
+    print(f"{args.plan}: valid")
+    print(_summary(plan, plan_hash(plan)))
+    return EXIT_OK
+
+
+@command("plan")
+def _plan(args: argparse.Namespace) -> int:
+    plan = load_plan(args.plan)
+    digest = plan_hash(plan)
+    runs = planned_runs(plan, digest)
+    totals = {
+        "runs": len(runs),
+        "pilot_runs": sum(r.phase == "pilot" for r in runs),
+        "main_runs": sum(r.phase == "main" for r in runs),
+        "steps": sum(r.steps for r in runs),
+        "by_category": dict(Counter(r.category for r in runs if r.phase == "main")),
+    }
+    if args.json:
+        payload = {
+            "campaign_id": plan.campaign.id,
+            "plan_hash": digest,
+            "runs": [r.model_dump(mode="json") for r in runs],
+            "totals": totals,
+        }
+        print(json.dumps(payload, indent=2))
+        return EXIT_OK
+    header = ("run_id", "variant", "factor", "level", "seed", "category", "phase", "steps")
+    rows = [
+        (
+            r.run_id,
+            r.variant,
+            r.factor or "-",
+            "-" if r.level is None else str(r.level),
+            str(r.seed),
+            r.category,
+            r.phase,
+            str(r.steps),
+        )
+        for r in runs
+    ]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    for row in (header, *rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    print(
+        f"\n{totals['runs']} runs ({totals['pilot_runs']} pilot, {totals['main_runs']} main), "
+        f"{totals['steps']} steps; plan hash {digest}"
+    )
+    return EXIT_OK
+
+
+@command("schema")
+def _schema(args: argparse.Namespace) -> int:
+    print(json.dumps(Plan.model_json_schema(), indent=2))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ablate", description="Ablation campaigns on rented GPUs, run as Prefect flows."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("validate", help="check a plan; print a summary")
+    p.add_argument("plan", type=Path)
+    p = sub.add_parser("plan", help="list the registered runs")
+    p.add_argument("plan", type=Path)
+    p.add_argument("--json", action="store_true", help="print JSON (includes the plan hash)")
+    sub.add_parser("schema", help="print the plan's JSON schema")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except PlanError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except AblationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the last guard: a user never sees a raw traceback
+        if os.environ.get("ABLATE_DEBUG"):
+            raise
+        print(
+            f"internal error: {type(exc).__name__}: {exc} (set ABLATE_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

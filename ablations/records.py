@@ -1,0 +1,141 @@
+"""Small records that cross process and task boundaries: what to run and what happened.
+
+They hold ids, numbers and short strings only (never tensors or frames), so they pickle to a
+slot's worker process, serialize into Prefect results and land in `manifest.json` as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ablations.plan_sections import Category, CheckpointSection, ParamValue, StopRules
+from ablations.variants import Phase
+
+RunStatus = Literal["accepted", "rejected", "stopped", "failed", "trimmed"]
+"""accepted; rejected (completed, failed an acceptance check); stopped (a stop rule fired);
+failed (crashed, not a rule); trimmed (dropped at the gate)."""
+
+StopRuleKind = Literal["non_finite_loss", "quality", "truncation", "restart"]
+
+
+class Record(BaseModel):
+    """Base of the records: unknown fields refused so a typo never passes silently."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Stop(Record):
+    """Why a stop rule ended a run."""
+
+    rule: StopRuleKind
+    message: str
+    step: int
+    value: float | None = None
+
+
+class RunError(Record):
+    """A run that raised: the error type and message (not a stop)."""
+
+    type: str
+    message: str
+
+
+class Timings(Record):
+    """Wall seconds per part of a run."""
+
+    load: float = 0.0
+    train: float = 0.0
+    evaluate: float = 0.0
+    checkpoint: float = 0.0
+    export: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.load + self.train + self.evaluate + self.checkpoint + self.export
+
+
+class MemoryPeak(Record):
+    """Peak memory of one phase (build, train, evaluate), in bytes."""
+
+    allocated: int = 0
+    """Device allocated bytes on a GPU; process RSS on CPU."""
+    reserved: int = 0
+    """Device reserved bytes (allocator cache) on a GPU; equal to `allocated` on CPU."""
+
+
+class CheckpointSummary(Record):
+    """What the run's checkpointing did."""
+
+    uri: str | None = None
+    """URI of the last committed checkpoint."""
+    saves: int = 0
+    failures: int = 0
+    """Saves that could not be committed after retries."""
+    last_error: str | None = None
+    cost_seconds: float | None = None
+    """Measured cost C of one checkpoint (stall plus time to commit)."""
+    interval_steps: int | None = None
+    interval_seconds: float | None = None
+    """The interval tau in use, in steps and seconds."""
+    expected_overhead: float | None = None
+    """C/tau + tau/(2M): the expected fraction of time lost to saving and to interruptions."""
+    resumed_from_step: int | None = None
+
+
+class RunSpec(Record):
+    """Everything a slot's worker needs to run one run, independent of Prefect."""
+
+    run_id: str
+    campaign_id: str
+    plan_hash: str
+    variant: str
+    category: Category
+    phase: Phase
+    seed: int
+    params: dict[str, ParamValue]
+    steps: int
+    eval_every: int
+    workload: str
+    """Import path `module:attr` of the workload."""
+    metric: str
+    direction: Literal["maximize", "minimize"] = "maximize"
+    threshold: float
+    stop_rules: StopRules = StopRules()
+    checkpoint: CheckpointSection | None = None
+    """None: the run does not checkpoint."""
+    device: str = "cpu"
+    out_dir: str | None = None
+    """Where the run exports its metrics and predictions (None: not exported)."""
+
+
+class RunRecord(Record):
+    """What happened to one run: the small record the ledger, gate and report read."""
+
+    run_id: str
+    variant: str
+    seed: int
+    category: Category
+    phase: Phase
+    status: RunStatus
+    stop: Stop | None = None
+    error: RunError | None = None
+    steps_done: int = 0
+    metrics: dict[str, float] = {}
+    """Final held-out metrics."""
+    evaluations: list[dict[str, float]] = []
+    """Every evaluation: `step` plus the metrics (intermediate values for the ledger)."""
+    timings: Timings = Timings()
+    step_seconds: float | None = None
+    """Median wall seconds of one training step."""
+    memory: dict[str, MemoryPeak] = {}
+    """Peak memory per phase: build, train, evaluate."""
+    device: str = "cpu"
+    """The device seen inside the run."""
+    slot: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    checkpoint: CheckpointSummary = CheckpointSummary()
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    """Kind -> path of files the run exported (relative to the output folder)."""

@@ -1,0 +1,162 @@
+"""Variants (the control, one factor at a time, declared interactions) and the registered runs.
+
+A run id is a readable prefix plus a short hash of (plan hash, variant parameters, seed,
+steps): a changed configuration gets a new id by construction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ablations.plan_sections import CATEGORY_RANK, Category, ParamValue
+
+if TYPE_CHECKING:
+    from ablations.plan import Plan
+
+Phase = Literal["pilot", "main"]
+CONTROL = "control"
+
+
+class Variant(BaseModel):
+    """The control, or the control with one factor (or a declared interaction) changed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """Readable name: `control`, `width=16`, `width=16+dropout=0.3`."""
+    category: Category
+    """essential, useful or exploratory (the control is essential)."""
+    overrides: dict[str, ParamValue]
+    """What differs from the control."""
+    params: dict[str, ParamValue]
+    """Every parameter the workload receives."""
+
+    @property
+    def factor(self) -> str | None:
+        """The factor changed ('+'-joined for an interaction; None for the control)."""
+        return "+".join(self.overrides) or None
+
+    @property
+    def level(self) -> ParamValue | None:
+        """The level set, for a one-factor variant."""
+        return next(iter(self.overrides.values())) if len(self.overrides) == 1 else None
+
+
+class PlannedRun(BaseModel):
+    """One variant on one seed in one phase: what is registered, before anything runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    variant: str
+    factor: str | None
+    level: ParamValue | None
+    seed: int
+    category: Category
+    phase: Phase
+    steps: int
+    params: dict[str, ParamValue]
+
+
+def _name(overrides: dict[str, ParamValue]) -> str:
+    return "+".join(f"{k}={_show(v)}" for k, v in overrides.items())
+
+
+def _show(value: ParamValue) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def variants(plan: Plan) -> list[Variant]:
+    """The control first, then each factor's levels in plan order, then the interactions."""
+    base = plan.control_params
+    out = [Variant(name=CONTROL, category="essential", overrides={}, params=base)]
+    for name, factor in plan.factors.items():
+        for level in factor.levels:
+            overrides = {name: level.value}
+            out.append(
+                Variant(
+                    name=_name(overrides),
+                    category=factor.category_of(level),
+                    overrides=overrides,
+                    params={**base, **overrides},
+                )
+            )
+    for interaction in plan.interactions:
+        overrides = dict(interaction.set)
+        out.append(
+            Variant(
+                name=_name(overrides),
+                category=interaction.category,
+                overrides=overrides,
+                params={**base, **overrides},
+            )
+        )
+    return out
+
+
+def variant_names(plan: Plan) -> list[str]:
+    """Names of every variant of the plan."""
+    return [v.name for v in variants(plan)]
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
+
+
+def run_id(
+    plan_hash: str, params: dict[str, ParamValue], seed: int, steps: int, prefix: str
+) -> str:
+    """`<prefix>-s<seed>-<10 hex>`: safe in paths and S3 keys, stable, changed by any value."""
+    payload = json.dumps(
+        {"plan": plan_hash, "params": params, "seed": seed, "steps": steps},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
+    slug = _UNSAFE.sub("-", prefix).strip("-.")[:48] or "run"
+    return f"{slug}-s{seed}-{digest}"
+
+
+def planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
+    """Every registered run: the pilot's first, then the main phase (every variant x seed)."""
+    all_variants = variants(plan)
+    pilot_names = set(
+        plan.pilot.variants or [v.name for v in all_variants if v.category == "essential"]
+    )
+    pilot_names.add(CONTROL)  # the gate judges the pilot against the control: it always runs
+    runs: list[PlannedRun] = []
+    for phase, chosen, seeds, steps in (
+        (
+            "pilot",
+            [v for v in all_variants if v.name in pilot_names],
+            plan.pilot_seeds,
+            plan.pilot_steps,
+        ),
+        ("main", all_variants, plan.seeds, plan.workload.steps),
+    ):
+        for variant in chosen:
+            for seed in seeds:
+                prefix = f"{'pilot-' if phase == 'pilot' else ''}{variant.name}"
+                runs.append(
+                    PlannedRun(
+                        run_id=run_id(plan_hash, variant.params, seed, steps, prefix),
+                        variant=variant.name,
+                        factor=variant.factor,
+                        level=variant.level,
+                        seed=seed,
+                        category=variant.category,
+                        phase=phase,
+                        steps=steps,
+                        params=variant.params,
+                    )
+                )
+    return runs
+
+
+def by_category(runs: list[PlannedRun]) -> list[PlannedRun]:
+    """Runs ordered essential first, exploratory last (stable within a category)."""
+    return sorted(runs, key=lambda r: CATEGORY_RANK[r.category])

@@ -1,0 +1,140 @@
+"""The workload protocol: what a user's training code implements so the driver can run it.
+
+A workload is a class with a `build` classmethod. The driver owns the loop, the stop rules and
+checkpoints; the workload owns the model, the data and one step of training::
+
+    class MyWorkload:
+        @classmethod
+        def build(cls, params, *, seed, device, steps): ...   # model, optimizer, data on device
+        model: torch.nn.Module
+        optimizer: torch.optim.Optimizer
+        scheduler = None                  # or an LRScheduler
+        scaler = None                     # or a torch.amp.GradScaler
+        def train_step(self, step): ...   # one step; return the loss *tensor* (no .item())
+        def evaluate(self): ...           # Evaluation on the held-out set
+        def state_dict(self): ...         # the workload's own state (data position), tensors ok
+        def load_state_dict(self, state): ...
+        def input_report(self): ...       # InputReport: seen / truncated per input group
+
+Optional: `splits()` returning `Splits` lets the built-in data check inspect the data;
+`check_data()` returning a list of `DataProblem` replaces the built-in check.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+from ablations.errors import WorkloadError
+from ablations.plan_sections import ParamValue
+
+
+@dataclass(frozen=True)
+class InputGroup:
+    """How many inputs of one group (a split, a modality) the workload saw and truncated."""
+
+    seen: int
+    truncated: int = 0
+
+    @property
+    def truncated_fraction(self) -> float:
+        return self.truncated / self.seen if self.seen else 0.0
+
+
+@dataclass(frozen=True)
+class InputReport:
+    """The workload's account of its inputs, checked before the first step."""
+
+    groups: dict[str, InputGroup]
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """Per held-out input: its id, its label and what the model predicted."""
+
+    ids: list[int]
+    labels: list[int]
+    predicted: list[int]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Metrics on the held-out set, plus the predictions behind them (when classifying)."""
+
+    metrics: dict[str, float]
+    predictions: Predictions | None = None
+
+
+@dataclass(frozen=True)
+class Split:
+    """One side of the data, for the data check: ids, raw inputs (one row each) and labels."""
+
+    ids: np.ndarray
+    inputs: np.ndarray
+    labels: np.ndarray
+
+
+@dataclass(frozen=True)
+class Splits:
+    """The training and held-out sides."""
+
+    train: Split
+    heldout: Split
+
+
+@dataclass(frozen=True)
+class DataProblem:
+    """One failed data check, by name, with the offending input ids."""
+
+    check: str
+    message: str
+    ids: list[int] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        shown = f" ids {self.ids[:10]}{'...' if len(self.ids) > 10 else ''}" if self.ids else ""
+        return f"{self.check}: {self.message}{shown}"
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """A built workload instance (see the module docstring)."""
+
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    scaler: Any
+
+    def train_step(self, step: int) -> torch.Tensor: ...
+
+    def evaluate(self) -> Evaluation: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+    def input_report(self) -> InputReport: ...
+
+
+class WorkloadFactory(Protocol):
+    """The class the plan names: `build(params, seed=, device=, steps=)` returns a Workload."""
+
+    def build(
+        self, params: Mapping[str, ParamValue], *, seed: int, device: torch.device, steps: int
+    ) -> Workload: ...
+
+
+def load_workload(entry: str) -> WorkloadFactory:
+    """Import `module:attr` and check that it has a `build` callable."""
+    module_name, _, attr = entry.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise WorkloadError(f"cannot import workload {entry!r}: {exc}") from exc
+    if not callable(getattr(factory, "build", None)):
+        raise WorkloadError(f"workload {entry!r} has no callable `build(params, seed=, device=)`")
+    return factory

@@ -1,0 +1,71 @@
+"""The CLI as a user runs it: a real subprocess, exit codes, no tracebacks, nothing written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import DEMO_PLAN, ROOT
+
+
+def ablate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ablations.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_validate_demo_plan() -> None:
+    result = ablate("validate", str(DEMO_PLAN))
+    assert result.returncode == 0, result.stderr
+    assert "valid" in result.stdout and "plan hash" in result.stdout
+
+
+def test_plan_json_lists_runs_with_the_plan_hash() -> None:
+    result = ablate("plan", str(DEMO_PLAN), "--json")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert len(payload["plan_hash"]) == 64
+    assert payload["totals"]["main_runs"] == 18 and payload["totals"]["pilot_runs"] == 3
+    assert {"run_id", "variant", "factor", "level", "seed", "category", "phase"} <= set(
+        payload["runs"][0]
+    )
+
+
+def test_schema_describes_every_field() -> None:
+    result = ablate("schema")
+    schema = json.loads(result.stdout)
+    missing = [
+        f"{name}.{field}"
+        for name, definition in schema["$defs"].items()
+        for field, spec in definition.get("properties", {}).items()
+        if not spec.get("description")
+    ]
+    missing += [f for f, spec in schema["properties"].items() if not spec.get("description")]
+    assert missing == []
+
+
+def test_invalid_plan_exits_2_with_paths_and_no_traceback(
+    tmp_path: Path, demo_data: dict[str, Any], write_plan: Any
+) -> None:
+    demo_data["seeds"] = [3, 3]
+    demo_data["checkpoint"]["keep_lst"] = 1
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    result = ablate("validate", str(write_plan(demo_data)), cwd=workdir)
+    assert result.returncode == 2
+    assert "seeds:" in result.stderr and "checkpoint.keep_lst: unknown key" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert list(workdir.iterdir()) == []  # nothing written
+
+
+def test_empty_file_exits_2(write_plan: Any) -> None:
+    result = ablate("plan", str(write_plan("")))
+    assert result.returncode == 2 and "empty" in result.stderr
+    assert "Traceback" not in result.stderr

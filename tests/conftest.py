@@ -1,0 +1,32 @@
+"""Shared fixtures: the demo plan as data, and a helper writing plans to files."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_PLAN = ROOT / "ablations" / "recipes" / "demo.yaml"
+
+
+@pytest.fixture
+def demo_data() -> dict[str, Any]:
+    """The demo plan as plain data, a fresh copy per test."""
+    return copy.deepcopy(yaml.safe_load(DEMO_PLAN.read_text()))
+
+
+@pytest.fixture
+def write_plan(tmp_path: Path) -> Callable[[Any], Path]:
+    """Write data (or raw text) as a plan file and return its path."""
+
+    def write(content: Any, name: str = "plan.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(content if isinstance(content, str) else yaml.safe_dump(content))
+        return path
+
+    return write
