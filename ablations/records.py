@@ -139,3 +139,16 @@ class RunRecord(Record):
     checkpoint: CheckpointSummary = CheckpointSummary()
     artifacts: dict[str, str] = Field(default_factory=dict)
     """Kind -> path of files the run exported (relative to the output folder)."""
+
+
+class PreflightReport(Record):
+    """The essential checks before the pilot: the data check and the restart check."""
+
+    passed: bool
+    data_problems: list[str] = []
+    """Each failed data check, by name, with the offending input ids."""
+    restart: Stop | None = None
+    """Set when the restart check found no usable restart."""
+    error: RunError | None = None
+    """Set when preflight itself crashed."""
+    seconds: float = 0.0

@@ -1,0 +1,120 @@
+"""Devices and slots: which devices exist, and a thread-safe lease of one slot per run.
+
+Prefect's concurrency limits bound how many runs go at once but never say *which* device a
+run got, so the lease is ours: a queue of slots, each owning one long-lived worker process
+pinned to its device.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from ablations.errors import AblationError
+from ablations.plan_sections import ResourcesSection
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SlotSpec:
+    """One place a run can go: a device, and which of its slots."""
+
+    name: str
+    """Unique slot name, e.g. `cuda:1` or `cuda:1#2` or `cpu#0`."""
+    device: str
+    """The device as the plan names it: `cpu` or `cuda:N`."""
+    cpu_threads: int
+    """torch intra-op threads for a CPU slot, so slots do not oversubscribe the cores."""
+
+    @property
+    def visible_devices(self) -> str:
+        """`CUDA_VISIBLE_DEVICES` for the slot's worker: its one card, or none for CPU."""
+        return self.device.split(":")[1] if self.device.startswith("cuda:") else ""
+
+    @property
+    def local_device(self) -> str:
+        """The device name inside the worker, where only this slot's card is visible."""
+        return "cuda:0" if self.device.startswith("cuda:") else "cpu"
+
+
+def cuda_device_count() -> int:
+    """CUDA devices visible to this process (0 without torch or without CUDA)."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+
+
+def plan_slots(resources: ResourcesSection, devices_override: str | None = None) -> list[SlotSpec]:
+    """The slots for a campaign: from the plan's `resources`, or a `--devices` override."""
+    devices: object = resources.devices
+    if devices_override is not None:
+        devices = _parse_override(devices_override)
+    cores = os.cpu_count() or 1
+    if devices == "auto":
+        count = cuda_device_count()
+        # Without CUDA, one CPU slot per two cores keeps each run's matmuls on real cores.
+        device_list = [f"cuda:{i}" for i in range(count)] or ["cpu"] * max(1, cores // 2)
+    elif isinstance(devices, int):
+        device_list = ["cpu"] * devices
+    else:
+        assert isinstance(devices, list)
+        device_list = list(devices)
+        wanted = [d for d in device_list if d.startswith("cuda:")]
+        available = cuda_device_count()
+        missing = [d for d in wanted if int(d.split(":")[1]) >= available]
+        if missing:
+            raise AblationError(
+                f"resources.devices: {missing} not present (this machine has {available} CUDA "
+                "devices); use 'auto' or a number of CPU slots"
+            )
+    per_device = resources.slots_per_device
+    cpu_total = sum(1 for d in device_list if not d.startswith("cuda")) * per_device
+    threads = max(1, cores // max(1, cpu_total))
+    slots: list[SlotSpec] = []
+    for index, device in enumerate(device_list):
+        base = device if device.startswith("cuda:") else f"cpu#{index}"
+        for k in range(per_device):
+            name = base if per_device == 1 else f"{base}#{k}"
+            plain = "cpu" if device.startswith("cpu") else device
+            slots.append(SlotSpec(name=name, device=plain, cpu_threads=threads))
+    return slots
+
+
+def _parse_override(text: str) -> object:
+    text = text.strip()
+    if text == "auto":
+        return "auto"
+    if text.isdigit():
+        if int(text) < 1:
+            raise AblationError(f"--devices must be at least 1, got {text}")
+        return int(text)
+    devices = [d.strip() for d in text.split(",") if d.strip()]
+    try:
+        return ResourcesSection(devices=devices).devices
+    except ValueError as exc:
+        raise AblationError(f"--devices {text!r}: {exc}") from exc
+
+
+class SlotPool(Generic[T]):
+    """A thread-safe lease of slots: `with pool.lease() as slot:` blocks until one is free."""
+
+    def __init__(self, slots: list[T]) -> None:
+        self._free: queue.Queue[T] = queue.Queue()
+        for slot in slots:
+            self._free.put(slot)
+        self.slots = list(slots)
+
+    @contextmanager
+    def lease(self) -> Iterator[T]:
+        slot = self._free.get()
+        try:
+            yield slot
+        finally:
+            self._free.put(slot)
