@@ -30,3 +30,6 @@ def write_plan(tmp_path: Path) -> Callable[[Any], Path]:
         return path
 
     return write
+
+
+from tests.s3_server import s3_endpoint  # noqa: E402, F401  (session S3 server fixture)

@@ -1,0 +1,43 @@
+"""Checkpoints on object storage: full state, commit record, tuned interval, exact resume.
+
+store.py     the `Store` protocol over fsspec (file, memory, S3) and `open_store`
+commit.py    step folders, the commit record written last, verified reads, retention
+state.py     capture to host memory, safe (weights-only) load, exact restore
+saver.py     one background save in flight, retried with backoff
+interval.py  steps | seconds | auto (Young/Daly, capped by the tolerable loss)
+manager.py   `CheckpointManager`, the driver's `CheckpointHook` for one run
+restart.py   the restart check of preflight (stop rule `restart`)
+"""
+
+from __future__ import annotations
+
+from ablations.checkpoint.commit import ForeignCheckpoint, Identity, RefusedCheckpoint
+from ablations.checkpoint.interval import IntervalPolicy, overhead, young_daly
+from ablations.checkpoint.manager import CheckpointManager
+from ablations.checkpoint.restart import restart_check
+from ablations.checkpoint.saver import Retry
+from ablations.checkpoint.store import FsspecStore, Store, open_store
+from ablations.records import RunSpec
+
+__all__ = [
+    "CheckpointManager",
+    "ForeignCheckpoint",
+    "FsspecStore",
+    "Identity",
+    "IntervalPolicy",
+    "RefusedCheckpoint",
+    "Retry",
+    "Store",
+    "hook_for",
+    "open_store",
+    "overhead",
+    "restart_check",
+    "young_daly",
+]
+
+
+def hook_for(spec: RunSpec) -> CheckpointManager | None:
+    """The checkpoint hook of a run, or None when its plan does not checkpoint.
+
+    Opens and probes the store: `StoreError` here means no training has started."""
+    return CheckpointManager(spec) if spec.checkpoint is not None else None

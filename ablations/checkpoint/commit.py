@@ -1,0 +1,134 @@
+"""The layout of a run's checkpoints and the commit record that makes one exist.
+
+    <store>/<campaign>/<run_id>/step-<NNNNNNNN>/model.pt     the model's weights
+                                               state.pt     everything else
+                                               COMMIT.json  written last: identity, sizes, sha256
+
+A step folder without a readable commit record is partial (a save that died) and is never
+listed or loaded. A committed one is loaded only if its identity (plan hash, run id) matches
+and every object has the recorded size and sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass
+
+from ablations.checkpoint.store import Store
+from ablations.errors import StoreError
+
+COMMIT = "COMMIT.json"
+FORMAT = 1
+_STEP_DIR = re.compile(r"^step-(\d{8})$")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Whose checkpoint it is: checked on every load so no run resumes another's state."""
+
+    campaign_id: str
+    run_id: str
+    plan_hash: str
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.campaign_id}/{self.run_id}"
+
+
+class RefusedCheckpoint(StoreError):
+    """A committed checkpoint that is corrupt, truncated or unreadable (the previous may do)."""
+
+
+class ForeignCheckpoint(StoreError):
+    """A committed checkpoint of another plan hash or run id: never loaded, never replaced."""
+
+
+def step_key(identity: Identity, step: int) -> str:
+    return f"{identity.prefix}/step-{step:08d}"
+
+
+def scan(store: Store, identity: Identity) -> tuple[list[int], list[int]]:
+    """(committed steps, partial steps) of a run, each ascending. One listing call."""
+    objects: dict[int, set[str]] = {}
+    for key in store.keys(identity.prefix):
+        parts = key[len(identity.prefix) + 1 :].split("/")
+        match = _STEP_DIR.match(parts[0])
+        if match and len(parts) == 2:
+            objects.setdefault(int(match.group(1)), set()).add(parts[1])
+    committed = sorted(step for step, names in objects.items() if COMMIT in names)
+    partial = sorted(step for step, names in objects.items() if COMMIT not in names)
+    return committed, partial
+
+
+def write(store: Store, identity: Identity, step: int, payload: dict[str, bytes]) -> str:
+    """Write the payload objects, then the commit record; return the checkpoint's URI."""
+    base = step_key(identity, step)
+    entries = {}
+    for name, data in payload.items():
+        store.put(f"{base}/{name}", data)
+        entries[name] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    record = {
+        "format": FORMAT,
+        "campaign_id": identity.campaign_id,
+        "run_id": identity.run_id,
+        "plan_hash": identity.plan_hash,
+        "step": step,
+        "committed_at": time.time(),
+        "objects": entries,
+    }
+    store.put(f"{base}/{COMMIT}", json.dumps(record, indent=1, sort_keys=True).encode())
+    return store.uri(base)
+
+
+def read(store: Store, identity: Identity, step: int) -> dict[str, bytes]:
+    """The verified payload of a committed step (`RefusedCheckpoint`, `ForeignCheckpoint`)."""
+    base = step_key(identity, step)
+    where = store.uri(base)
+    try:
+        record = json.loads(store.get(f"{base}/{COMMIT}"))
+        objects = dict(record["objects"])
+    except (StoreError, ValueError, KeyError, TypeError) as exc:
+        raise RefusedCheckpoint(f"{where}: unreadable commit record: {exc}") from exc
+    mine = {"run_id": identity.run_id, "plan_hash": identity.plan_hash, "step": step}
+    theirs = {k: record.get(k) for k in mine}
+    if theirs != mine:
+        raise ForeignCheckpoint(
+            f"{where} belongs to {theirs}, not to this run {mine}: refused (a checkpoint of "
+            "another plan or run is never resumed; use a fresh store prefix or remove it)"
+        )
+    payload = {}
+    for name, entry in objects.items():
+        try:
+            data = store.get(f"{base}/{name}")
+        except StoreError as exc:
+            raise RefusedCheckpoint(f"{where}: object {name} is missing: {exc}") from exc
+        if len(data) != entry["size"]:
+            raise RefusedCheckpoint(
+                f"{where}/{name} is truncated or padded: {len(data)} bytes, commit record "
+                f"says {entry['size']}"
+            )
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise RefusedCheckpoint(f"{where}/{name} is corrupt: sha256 differs from its commit")
+        payload[name] = data
+    return payload
+
+
+def remove(store: Store, identity: Identity, steps: list[int]) -> None:
+    """Delete step folders (their commit record first, so a half-deleted one is partial)."""
+    for step in steps:
+        base = step_key(identity, step)
+        store.delete(f"{base}/{COMMIT}")
+        store.delete(base)
+
+
+def prune(store: Store, identity: Identity, keep_last: int, newest: int) -> None:
+    """Keep the `keep_last` newest committed steps (always `newest`); drop partial ones."""
+    committed, partial = scan(store, identity)
+    # `newest` was just committed, so it is among the kept ones: the only committed
+    # checkpoint is never deleted. Steps above it are never touched here.
+    kept = set([s for s in committed if s <= newest][-max(1, keep_last) :])
+    remove(store, identity, [s for s in committed if s not in kept and s < newest])
+    remove(store, identity, [s for s in partial if s != newest])

@@ -1,0 +1,123 @@
+"""`CheckpointManager`: the `CheckpointHook` for one run (resume, due, save, close)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ablations.checkpoint import commit, state
+from ablations.checkpoint.commit import ForeignCheckpoint, Identity, RefusedCheckpoint
+from ablations.checkpoint.interval import IntervalPolicy
+from ablations.checkpoint.saver import Outcome, Retry, Saver
+from ablations.checkpoint.store import Store, open_store
+from ablations.errors import StoreError
+from ablations.hooks import RunHistory
+from ablations.records import CheckpointSummary, RunSpec
+from ablations.workload import Workload
+
+log = logging.getLogger(__name__)
+
+
+class CheckpointManager:
+    """Saves a run's full state in the background and resumes it from the latest commit.
+
+    The store is opened and probed here, so an unreachable store fails (`StoreError`)
+    before any training. Write failures never raise into the loop: they are retried, then
+    counted in the summary `close()` returns, and logged as errors."""
+
+    def __init__(self, spec: RunSpec, *, store: Store | None = None, retry: Retry | None = None):
+        if spec.checkpoint is None:
+            raise ValueError(f"run {spec.run_id} has no checkpoint section")
+        self.section = spec.checkpoint
+        self.identity = Identity(spec.campaign_id, spec.run_id, spec.plan_hash)
+        self.store = store if store is not None else open_store(self.section)
+        self.policy = IntervalPolicy(self.section)
+        self.saver = Saver(retry or Retry())
+        self.summary = CheckpointSummary()
+        self._stalls: dict[int, float] = {}
+        self._elapsed = 0.0
+
+    # -- resume ---------------------------------------------------------------------------
+
+    def resume(self, workload: Workload, history: RunHistory) -> int:
+        """Restore the newest committed checkpoint that verifies; 0 when there is none.
+
+        A corrupt or truncated one is refused (logged, noted in `last_error`) and the
+        previous one is used; a foreign one (other plan hash or run id) raises."""
+        committed, partial = commit.scan(self.store, self.identity)
+        commit.remove(self.store, self.identity, partial)  # saves that died before commit
+        step, refused = 0, []
+        for candidate in reversed(committed):
+            try:
+                payload = commit.read(self.store, self.identity, candidate)
+                step = state.restore(payload, workload, history)
+                break
+            except ForeignCheckpoint:
+                raise
+            except (RefusedCheckpoint, StoreError) as exc:
+                log.error("refused checkpoint step %d: %s", candidate, exc)
+                self.summary.last_error = f"refused step {candidate}: {exc}"
+                refused.append(candidate)
+        # Newer refused steps would shadow the ones this run writes again: remove them.
+        commit.remove(self.store, self.identity, [s for s in refused if s > step])
+        if step:
+            self.summary.resumed_from_step = step
+            self.summary.uri = self.store.uri(commit.step_key(self.identity, step))
+            log.info("resumed run %s from step %d", self.identity.run_id, step)
+        self.policy.start(step, 0.0)
+        return step
+
+    # -- the hot path ---------------------------------------------------------------------
+
+    def due(self, step: int, elapsed_train_seconds: float) -> bool:
+        self._elapsed = elapsed_train_seconds
+        if self.saver.pending_done():
+            self._collect(self.saver.wait())  # never blocks: the save is done
+        return self.policy.due(step, elapsed_train_seconds)
+
+    def save(self, step: int, workload: Workload, history: RunHistory) -> None:
+        """Wait for the previous save, copy the state to host memory, commit it behind."""
+        started = time.perf_counter()
+        self._collect(self.saver.wait())
+        snapshot = state.capture(step, workload, history)
+        stall = time.perf_counter() - started
+        self._stalls[step] = stall
+        self.policy.saved(step, self._elapsed)
+        identity, store, keep = self.identity, self.store, self.section.keep_last
+
+        def job() -> str:
+            uri = commit.write(store, identity, step, snapshot.serialize())
+            commit.prune(store, identity, keep, step)
+            return uri
+
+        self.saver.submit(step, job)
+        log.debug("checkpoint step %d: loop stalled %.4fs", step, stall)
+
+    def _collect(self, outcome: Outcome | None) -> None:
+        if outcome is None:
+            return
+        stall = self._stalls.pop(outcome.step, None)
+        if outcome.uri is not None:
+            self.summary.saves += 1
+            self.summary.uri = outcome.uri
+            if stall is not None:  # C: the loop's stall plus the time until committed
+                self.policy.measured(stall + outcome.seconds)
+        else:
+            self.summary.failures += 1
+            self.summary.last_error = f"step {outcome.step}: {outcome.error}"
+
+    # -- the end --------------------------------------------------------------------------
+
+    def close(self) -> CheckpointSummary:
+        self._collect(self.saver.close())
+        policy, summary = self.policy, self.summary
+        summary.cost_seconds = policy.cost
+        summary.interval_steps = policy.interval_steps
+        summary.interval_seconds = policy.tau
+        summary.expected_overhead = policy.expected_overhead
+        if summary.failures:
+            log.error(
+                "run %s: %d checkpoint(s) could not be written; last error: %s",
+                self.identity.run_id, summary.failures, summary.last_error,
+            )  # fmt: skip
+        return summary.model_copy()

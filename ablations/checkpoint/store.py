@@ -1,0 +1,159 @@
+"""Where checkpoints live: a small key/bytes protocol over fsspec (file, memory, S3 via s3fs).
+
+Keys are `/`-separated paths relative to the store's root (the plan's `checkpoint.store`).
+Every write is a whole object from bytes: S3 has no atomic rename and an exception inside
+`with fs.open(..., "wb")` still uploads what was buffered, so no partial object is ever
+written through a file handle. What makes a checkpoint exist is its commit record, written
+last (see `ablations.checkpoint.commit`).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any, Protocol, runtime_checkable
+
+import fsspec
+
+from ablations.errors import StoreError
+from ablations.plan_sections import CheckpointSection
+
+S3_TIMEOUTS = {"connect_timeout": 5, "read_timeout": 60}
+"""Seconds; botocore's defaults (60 s connect) would hang a run on a dead endpoint for
+minutes before the saver's own retries even start."""
+S3_SDK_RETRIES = 2
+"""Retries inside s3fs/botocore per call; the saver retries whole checkpoints on top."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A flat namespace of byte objects under one root URL."""
+
+    url: str
+
+    def put(self, key: str, data: bytes) -> None:
+        """Write one whole object (replacing any previous one)."""
+        ...
+
+    def get(self, key: str) -> bytes:
+        """Read one whole object; `StoreError` when it is missing or unreadable."""
+        ...
+
+    def keys(self, prefix: str) -> list[str]:
+        """Every object key under `prefix` (recursive), relative to the root."""
+        ...
+
+    def delete(self, prefix: str) -> None:
+        """Remove everything under `prefix`; nothing there is not an error."""
+        ...
+
+    def uri(self, key: str) -> str:
+        """The full URL of `key`, for records and reports."""
+        ...
+
+    def check(self) -> None:
+        """Write, read back and delete a probe object; `StoreError` when that fails."""
+        ...
+
+
+class FsspecStore:
+    """`Store` over any fsspec filesystem rooted at `root` (a path in that filesystem)."""
+
+    def __init__(self, fs: Any, root: str, url: str) -> None:
+        self.fs = fs
+        self.root = root.rstrip("/")
+        self.url = url.rstrip("/")
+
+    def _path(self, key: str) -> str:
+        return f"{self.root}/{key.strip('/')}" if key.strip("/") else self.root
+
+    def put(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        try:
+            self.fs.pipe_file(path, data)
+        except Exception as exc:
+            raise StoreError(f"cannot write {self.uri(key)}: {type(exc).__name__}: {exc}") from exc
+
+    def get(self, key: str) -> bytes:
+        try:
+            data = self.fs.cat_file(self._path(key))
+        except Exception as exc:
+            raise StoreError(f"cannot read {self.uri(key)}: {type(exc).__name__}: {exc}") from exc
+        return bytes(data)
+
+    def keys(self, prefix: str) -> list[str]:
+        base = self._path(prefix)
+        try:
+            if not self.fs.exists(base):
+                return []
+            found = self.fs.find(base)
+        except Exception as exc:
+            raise StoreError(
+                f"cannot list {self.uri(prefix)}: {type(exc).__name__}: {exc}"
+            ) from exc
+        start = len(self.root.lstrip("/")) + 1
+        return sorted(p.lstrip("/")[start:] for p in found)
+
+    def delete(self, prefix: str) -> None:
+        base = self._path(prefix)
+        try:
+            if self.fs.exists(base):
+                self.fs.rm(base, recursive=True)
+        except FileNotFoundError:
+            pass
+        except Exception as exc:
+            raise StoreError(
+                f"cannot delete {self.uri(prefix)}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def uri(self, key: str) -> str:
+        return f"{self.url}/{key.strip('/')}" if key.strip("/") else self.url
+
+    def check(self) -> None:
+        key = f".probe-{uuid.uuid4().hex}"
+        try:
+            self.put(key, b"ok")
+            if self.get(key) != b"ok":
+                raise StoreError(f"{self.uri(key)} read back different bytes than were written")
+            self.delete(key)
+        except StoreError as exc:
+            raise StoreError(
+                f"checkpoint store {self.url} is not usable (checked before any training): {exc}"
+            ) from exc
+
+
+def _conforms(store: FsspecStore) -> Store:  # the typed conformance check: mypy fails here
+    return store
+
+
+def open_store(section: CheckpointSection, *, check: bool = True) -> FsspecStore:
+    """The store the plan names, checked reachable and writable (`StoreError` otherwise).
+
+    S3 credentials come from the environment only (AWS_* variables, profiles, instance
+    roles): a plan never holds secrets."""
+    scheme, _, rest = section.store.partition("://")
+    rest = rest.rstrip("/")
+    if scheme == "file":
+        root = os.path.abspath(rest)  # fixed now: a later chdir must not move the store
+        fs = fsspec.filesystem("file", auto_mkdir=True)
+        url = f"file://{root}"
+    elif scheme == "memory":
+        fs = fsspec.filesystem("memory")
+        root, url = f"/{rest.lstrip('/')}", section.store.rstrip("/")
+    elif scheme == "s3":
+        import s3fs
+
+        fs = s3fs.S3FileSystem(
+            endpoint_url=section.endpoint_url,
+            skip_instance_cache=True,  # one client per store: no stale endpoint or listing
+            use_listings_cache=False,  # listings decide what is committed: never from cache
+            config_kwargs={**S3_TIMEOUTS, "retries": {"max_attempts": S3_SDK_RETRIES}},
+        )
+        fs.retries = S3_SDK_RETRIES  # a class attribute in s3fs, not a constructor argument
+        root, url = rest, section.store.rstrip("/")
+    else:  # the plan validates schemes; this guards direct callers
+        raise StoreError(f"unknown store scheme {scheme!r} in {section.store!r}")
+    store = FsspecStore(fs, root, url)
+    if check:
+        store.check()
+    return store

@@ -1,0 +1,70 @@
+"""Run specs over the digits workload, and a minimal loop that drives a checkpoint hook."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from ablations.driver import seed_everything
+from ablations.hooks import CheckpointHook, RunHistory
+from ablations.plan_sections import CheckpointSection
+from ablations.records import RunSpec
+from ablations.workloads.digits import DigitsWorkload
+
+SMALL = {"width": 16, "depth": 1, "batch_size": 32}
+"""A tiny digits MLP: a step takes well under a millisecond on CPU."""
+
+
+def make_spec(store: str, run_id: str = "run-a", **checkpoint: Any) -> RunSpec:
+    return RunSpec(
+        run_id=run_id,
+        campaign_id="camp",
+        plan_hash="hash-1",
+        variant="control",
+        category="essential",
+        phase="pilot",
+        seed=7,
+        params=SMALL,
+        steps=40,
+        eval_every=20,
+        workload="ablations.workloads.digits:DigitsWorkload",
+        metric="accuracy",
+        threshold=0.1,
+        checkpoint=CheckpointSection(store=store, **checkpoint),
+    )
+
+
+def build(spec: RunSpec) -> DigitsWorkload:
+    seed_everything(spec.seed)
+    return DigitsWorkload.build(spec.params, seed=spec.seed, device=torch.device("cpu"), steps=40)
+
+
+def train(
+    spec: RunSpec, hook: CheckpointHook | None, until: int, workload: DigitsWorkload | None = None
+) -> tuple[DigitsWorkload, RunHistory, int]:
+    """Resume (if hooked), then train to `until`, saving whenever the hook says so."""
+    workload = workload or build(spec)
+    history = RunHistory()
+    step = hook.resume(workload, history) if hook else 0
+    while step < until:
+        step += 1
+        # Mix in every global RNG so a resume that misses one of them changes the losses.
+        noise = torch.rand(()) * 1e-3
+        history.losses.append(float(workload.train_step(step)) + float(noise))
+        if hook is not None and hook.due(step, step * 0.01):
+            hook.save(step, workload, history)
+    return workload, history, step
+
+
+@pytest.fixture
+def file_store(tmp_path: Path) -> str:
+    return f"file://{tmp_path / 'ckpt'}"
+
+
+@pytest.fixture
+def spec_factory(file_store: str) -> Callable[..., RunSpec]:
+    return lambda **kw: make_spec(kw.pop("store", file_store), **kw)

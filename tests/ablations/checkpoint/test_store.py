@@ -1,0 +1,76 @@
+"""The store protocol on its three backends, and clear errors before any training."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ablations.checkpoint import FsspecStore, Store, open_store
+from ablations.errors import StoreError
+from ablations.plan_sections import CheckpointSection
+from tests.s3_server import BUCKET, free_port
+
+
+@pytest.fixture(params=["file", "memory", "s3"])
+def section(request: pytest.FixtureRequest, tmp_path: Path) -> CheckpointSection:
+    if request.param == "file":
+        return CheckpointSection(store=f"file://{tmp_path}/store")
+    if request.param == "memory":
+        return CheckpointSection(store=f"memory://store-{tmp_path.name}")
+    endpoint = request.getfixturevalue("s3_endpoint")
+    return CheckpointSection(store=f"s3://{BUCKET}/{tmp_path.name}", endpoint_url=endpoint)
+
+
+def test_round_trip_list_and_delete(section: CheckpointSection) -> None:
+    store = open_store(section)
+    assert isinstance(store, Store)
+    store.put("a/step-1/x.pt", b"\x00" * 10)
+    store.put("a/step-1/y.pt", b"yy")
+    store.put("b/z", b"z")
+    assert store.get("a/step-1/y.pt") == b"yy"
+    assert store.keys("a") == ["a/step-1/x.pt", "a/step-1/y.pt"]
+    store.put("a/step-1/y.pt", b"replaced")
+    assert store.get("a/step-1/y.pt") == b"replaced"
+    store.delete("a")
+    assert store.keys("a") == []
+    assert store.keys("b") == ["b/z"]
+    assert store.uri("b/z").endswith("/b/z") and store.uri("b/z").startswith(section.store[:5])
+    with pytest.raises(StoreError, match="cannot read .*missing"):
+        store.get("missing")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        # nothing listens on a fresh free port: connection refused
+        lambda tmp: CheckpointSection(
+            store="s3://ablate-test/x", endpoint_url=f"http://127.0.0.1:{free_port()}"
+        ),
+        # the store path lies under a regular file: cannot create it
+        lambda tmp: CheckpointSection(store=f"file://{tmp}/a-file/store"),
+    ],
+    ids=["s3-unreachable", "file-not-writable"],
+)
+def test_unusable_store_fails_before_training(
+    make: Callable[[Path], CheckpointSection], tmp_path: Path, s3_endpoint: str
+) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    with pytest.raises(StoreError, match="is not usable \\(checked before any training\\)"):
+        open_store(make(tmp_path))
+
+
+def test_missing_bucket_is_a_clear_error(s3_endpoint: str) -> None:
+    section = CheckpointSection(store="s3://no-such-bucket/x", endpoint_url=s3_endpoint)
+    with pytest.raises(StoreError, match="s3://no-such-bucket/x is not usable"):
+        open_store(section)
+
+
+def test_file_store_root_is_fixed_when_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    store = open_store(CheckpointSection(store="file://./ckpt"))
+    monkeypatch.chdir("/")
+    store.put("k", b"v")
+    assert (tmp_path / "ckpt" / "k").read_bytes() == b"v"
+    assert isinstance(store, FsspecStore) and store.url == f"file://{tmp_path}/ckpt"
