@@ -93,6 +93,11 @@ class CheckpointManager:
         self.saver.submit(step, job)
         log.debug("checkpoint step %d: loop stalled %.4fs", step, stall)
 
+    def wait(self) -> CheckpointSummary:
+        """Block until the save in flight is committed or given up; the summary so far."""
+        self._collect(self.saver.wait())
+        return self.summary.model_copy()
+
     def _collect(self, outcome: Outcome | None) -> None:
         if outcome is None:
             return

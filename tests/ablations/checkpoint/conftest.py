@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,17 @@ def train(
         if hook is not None and hook.due(step, step * 0.01):
             hook.save(step, workload, history)
     return workload, history, step
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """One intra-op thread, here and in child processes: on two busy cores, OpenMP's spinning
+    threads make a tiny MLP's step ~100x slower than a single thread."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ def test_round_trip_list_and_delete(section: CheckpointSection) -> None:
     assert store.keys("a") == []
     assert store.keys("b") == ["b/z"]
     assert store.uri("b/z").endswith("/b/z") and store.uri("b/z").startswith(section.store[:5])
-    with pytest.raises(StoreError, match="cannot read .*missing"):
+    with pytest.raises(StoreError, match=r"cannot read .*missing"):
         store.get("missing")
 
 
