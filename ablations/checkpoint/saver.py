@@ -74,7 +74,7 @@ class Saver:
                 error = f"{type(exc).__name__}: {exc}"
                 if attempt < self.retry.attempts:
                     log.warning(
-                        "checkpoint step %d attempt %d/%d failed, retrying in %.1fs: %s",
+                        "checkpoint step %d attempt %d/%d failed, retrying in %.2fs: %s",
                         step, attempt, self.retry.attempts, delay, error,
                     )  # fmt: skip
                     time.sleep(delay)

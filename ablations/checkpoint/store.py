@@ -126,11 +126,14 @@ def _conforms(store: FsspecStore) -> Store:  # the typed conformance check: mypy
     return store
 
 
-def open_store(section: CheckpointSection, *, check: bool = True) -> FsspecStore:
+def open_store(
+    section: CheckpointSection, *, check: bool = True, sdk_retries: int = S3_SDK_RETRIES
+) -> FsspecStore:
     """The store the plan names, checked reachable and writable (`StoreError` otherwise).
 
     S3 credentials come from the environment only (AWS_* variables, profiles, instance
-    roles): a plan never holds secrets."""
+    roles): a plan never holds secrets. `sdk_retries` bounds the tries inside s3fs/botocore
+    per call (1: none; the saver still retries whole checkpoints)."""
     scheme, _, rest = section.store.partition("://")
     rest = rest.rstrip("/")
     if scheme == "file":
@@ -147,9 +150,9 @@ def open_store(section: CheckpointSection, *, check: bool = True) -> FsspecStore
             endpoint_url=section.endpoint_url,
             skip_instance_cache=True,  # one client per store: no stale endpoint or listing
             use_listings_cache=False,  # listings decide what is committed: never from cache
-            config_kwargs={**S3_TIMEOUTS, "retries": {"max_attempts": S3_SDK_RETRIES}},
+            config_kwargs={**S3_TIMEOUTS, "retries": {"max_attempts": sdk_retries}},
         )
-        fs.retries = S3_SDK_RETRIES  # a class attribute in s3fs, not a constructor argument
+        fs.retries = sdk_retries  # a class attribute in s3fs, not a constructor argument
         root, url = rest, section.store.rstrip("/")
     else:  # the plan validates schemes; this guards direct callers
         raise StoreError(f"unknown store scheme {scheme!r} in {section.store!r}")
