@@ -16,8 +16,13 @@ checkpoints; the workload owns the model, the data and one step of training::
         def load_state_dict(self, state): ...
         def input_report(self): ...       # InputReport: seen / truncated per input group
 
+The driver seeds Python's, NumPy's and torch's RNGs with the run's seed before `build`.
+`train_step` returns the loss as a tensor, left on the device: the driver reads losses back
+in batches, so a GPU is never made to wait on every step.
+
 Optional: `splits()` returning `Splits` lets the built-in data check inspect the data;
-`check_data()` returning a list of `DataProblem` replaces the built-in check.
+`check_data()` returning a list of `DataProblem` replaces the built-in check (see
+`ablations.data_check`; the plan's registered counts are checked either way).
 """
 
 from __future__ import annotations

@@ -74,6 +74,8 @@ class DigitsWorkload:
         p: dict[str, Any] = {**DEFAULTS, **params}
         self.device = device
         self.keep_pixels = int(p["keep_pixels"])
+        if not 0 < self.keep_pixels <= PIXELS:
+            raise ValueError(f"keep_pixels must be in 1..{PIXELS}, got {self.keep_pixels}")
         self.batch_size = int(p["batch_size"])
         train_ids, heldout_ids, inputs, labels = _digits()
         self.train_ids, self.heldout_ids = train_ids, heldout_ids
