@@ -58,8 +58,9 @@ def continue_from_checkpoint(spec: RunSpec, until: int) -> dict[str, object]:
         resumed = loop.step
         stop = loop.advance(until)
     finally:
-        manager.close()
+        summary = manager.close()
     return {
+        "refused": summary.last_error,
         "resumed": resumed,
         "losses": loop.history.losses[resumed:],
         "digest": _digest(loop.workload),
@@ -99,7 +100,8 @@ def restart_check(spec: RunSpec) -> Stop | None:
         except Exception as exc:  # any failure to reload is exactly what this check reports
             return stop(f"reloading the checkpoint failed: {type(exc).__name__}: {exc}")
         if got["resumed"] != early:
-            return stop(f"reloaded step {got['resumed']}, expected {early}")
+            why = f" ({got['refused']})" if got.get("refused") else ""
+            return stop(f"reloaded step {got['resumed']}, expected {early}{why}")
         losses = [float(v) for v in got["losses"]]  # type: ignore[attr-defined]
         exact = reference.device.type == "cpu" or torch.are_deterministic_algorithms_enabled()
         if len(losses) != len(expected):

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
-from ablations.driver import seed_everything
 from ablations.hooks import CheckpointHook, RunHistory
 from ablations.plan_sections import CheckpointSection
 from ablations.records import RunSpec
@@ -39,7 +40,7 @@ def make_spec(store: str, run_id: str = "run-a", **checkpoint: Any) -> RunSpec:
 
 
 def build(spec: RunSpec) -> DigitsWorkload:
-    seed_everything(spec.seed)
+    random.seed(spec.seed), np.random.seed(spec.seed), torch.manual_seed(spec.seed)
     return DigitsWorkload.build(spec.params, seed=spec.seed, device=torch.device("cpu"), steps=40)
 
 
