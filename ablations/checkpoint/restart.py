@@ -126,7 +126,15 @@ def _reload(spec: RunSpec, until: int) -> dict[str, object]:
     if spec.checkpoint.store.startswith("memory://"):
         return continue_from_checkpoint(spec, until)  # a fresh instance, in this process
     done = subprocess.run(
-        [sys.executable, "-m", "ablations.checkpoint.restart", str(until)],
+        # Same intra-op thread count as this process: CPU reductions split differently across
+        # threads, so another count gives other last bits and a false "mismatch".
+        [
+            sys.executable,
+            "-m",
+            "ablations.checkpoint.restart",
+            str(until),
+            str(torch.get_num_threads()),
+        ],
         input=spec.model_dump_json(),
         capture_output=True,
         text=True,
@@ -141,5 +149,7 @@ def _reload(spec: RunSpec, until: int) -> dict[str, object]:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        torch.set_num_threads(int(sys.argv[2]))
     spec_in = RunSpec.model_validate_json(sys.stdin.read())
     print(json.dumps(continue_from_checkpoint(spec_in, int(sys.argv[1]))))

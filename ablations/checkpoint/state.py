@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import io
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,12 +38,12 @@ class Snapshot:
     step: int
     model: dict[str, Any]
     state: dict[str, Any]
-    ready: Any = None
-    """A CUDA event that marks the device-to-host copies done (None on CPU)."""
+    ready: list[Any] = field(default_factory=list)
+    """One CUDA event per device copied from, marking its device-to-host copies done."""
 
     def wait(self) -> None:
-        if self.ready is not None:
-            self.ready.synchronize()
+        for event in self.ready:
+            event.synchronize()
 
     def serialize(self) -> dict[str, bytes]:
         """The payload objects, by name (call off the training thread)."""
@@ -59,13 +59,13 @@ def _dumps(obj: Any) -> bytes:
 
 class _HostCopier:
     def __init__(self) -> None:
-        self.device_copies = 0
+        self.devices: set[torch.device] = set()
 
     def __call__(self, obj: Any) -> Any:
         if isinstance(obj, torch.Tensor):
             if obj.device.type == "cpu":
                 return obj.detach().clone()
-            self.device_copies += 1
+            self.devices.add(obj.device)
             host = torch.empty(obj.shape, dtype=obj.dtype, pin_memory=torch.cuda.is_available())
             return host.copy_(obj.detach(), non_blocking=True)
         if isinstance(obj, dict):
@@ -124,10 +124,13 @@ def capture(step: int, workload: Workload, history: RunHistory) -> Snapshot:
         }
     )
     state["rng"] = copier(rng_state())
-    ready = None
-    if copier.device_copies:
-        ready = torch.cuda.Event()
-        ready.record()  # the copies are on the current stream; later updates queue behind them
+    ready = []
+    for device in copier.devices:
+        # The copies were queued on each device's current stream: the loop's later updates
+        # queue behind them, so the loop need not wait; the saver waits on these events.
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(device))
+        ready.append(event)
     return Snapshot(step, model, state, ready)
 
 

@@ -78,6 +78,7 @@ class _Boom:
         return (print, ("pickled code ran",))
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 def test_a_pickle_with_code_is_never_executed(capsys: pytest.CaptureFixture[str]) -> None:
     buffer = io.BytesIO()
     torch.save({"x": _Boom()}, buffer)

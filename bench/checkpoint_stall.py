@@ -1,0 +1,129 @@
+"""Training-loop stall per checkpoint: background save vs synchronous torch.save + upload.
+
+    .venv/bin/python bench/checkpoint_stall.py [--mb 50] [--saves 5]
+
+Starts moto's S3 server on 127.0.0.1, trains a small MLP with Adam whose full state is about
+`--mb` MB, and times (a) `CheckpointManager.save` as the loop sees it, then waits for the
+commit; (b) `torch.save` of the same state into bytes plus its upload to the same server.
+Goal: stall <= 0.2x synchronous. Prints one summary line, plus C and the `auto` interval for
+M = 4 h.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import statistics
+import time
+
+import torch
+from moto.server import ThreadedMotoServer
+from torch import nn
+
+from ablations.checkpoint import CheckpointManager, open_store
+from ablations.checkpoint.interval import young_daly
+from ablations.hooks import RunHistory
+from ablations.plan_sections import CheckpointSection
+from ablations.records import RunSpec
+
+BUCKET = "ablate-bench"
+
+
+class Bench:
+    """A workload-shaped MLP: weights + two Adam moments = 3 x 4 bytes per parameter."""
+
+    def __init__(self, mb: float) -> None:
+        width = int((mb * 2**20 / 12 / 4) ** 0.5)  # four width x width layers
+        self.model = nn.Sequential(*[nn.Linear(width, width, bias=False) for _ in range(4)])
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=1e-4)
+        self.scheduler = None
+        self.scaler = None
+        self.x = torch.randn(8, width)
+
+    def train_step(self, step: int) -> torch.Tensor:
+        loss = self.model(self.x).square().mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()
+
+    def state_dict(self) -> dict[str, int]:
+        return {"cursor": 0}
+
+    def load_state_dict(self, state: object) -> None:
+        pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=50.0)
+    parser.add_argument("--saves", type=int, default=5)
+    args = parser.parse_args()
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        os.environ.setdefault(name, "bench")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server._server.server_address[:2]  # port 0: the OS chose one
+    endpoint = f"http://{host}:{port}"
+    try:
+        import boto3
+
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
+        section = CheckpointSection(store=f"s3://{BUCKET}/bench", endpoint_url=endpoint)
+        run(section, args.mb, args.saves)
+    finally:
+        server.stop()
+
+
+def run(section: CheckpointSection, mb: float, saves: int) -> None:
+    spec = RunSpec(
+        run_id="bench", campaign_id="bench", plan_hash="bench", variant="control",
+        category="essential", phase="main", seed=0, params={}, steps=10**6, eval_every=10**6,
+        workload="bench", metric="loss", threshold=0.0, checkpoint=section,
+    )  # fmt: skip
+    workload, history = Bench(mb), RunHistory()
+    workload.train_step(0)  # Adam's moments exist from the first step
+    manager = CheckpointManager(spec)
+    step_seconds, stalls, costs = [], [], []
+    for i in range(1, saves + 1):
+        started = time.perf_counter()
+        workload.train_step(i)
+        step_seconds.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        manager.save(i, workload, history)
+        stalls.append(time.perf_counter() - started)
+        summary = manager.wait()
+        costs.append(time.perf_counter() - started)
+    summary = manager.close()
+    assert summary.failures == 0 and summary.saves == saves, summary
+    state_bytes = sum(
+        t.numel() * t.element_size()
+        for t in [*workload.model.state_dict().values()]
+        + [v for s in workload.optimizer.state.values() for v in s.values()]
+    )
+    store = open_store(section)
+    sync = []
+    for i in range(saves):
+        started = time.perf_counter()
+        buffer = io.BytesIO()
+        torch.save({"model": workload.model.state_dict(), "opt": workload.optimizer.state_dict()},
+                   buffer)  # fmt: skip
+        store.put(f"bench/sync/{i}.pt", buffer.getvalue())
+        sync.append(time.perf_counter() - started)
+    stall, synchronous, cost = (statistics.median(x) for x in (stalls, sync, costs))
+    step = statistics.median(step_seconds)
+    tau = young_daly(cost, section.mtbf_hours * 3600, section.max_loss_minutes * 60)
+    ratio = stall / synchronous
+    print(
+        f"state {state_bytes / 2**20:.1f} MB | stall {stall * 1e3:.1f} ms vs synchronous "
+        f"{synchronous * 1e3:.1f} ms = {ratio:.3f}x (goal <= 0.2x: "
+        f"{'met' if ratio <= 0.2 else 'NOT met'}) | C {cost:.3f} s | auto tau for M=4h "
+        f"{tau:.1f} s = {max(1, round(tau / step))} steps of {step * 1e3:.1f} ms | "
+        f"median of {saves}"
+    )
+
+
+if __name__ == "__main__":
+    main()
