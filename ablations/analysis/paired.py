@@ -1,0 +1,240 @@
+"""Paired-seed effects: each variant against the control on the same seeds.
+
+For a variant with n seeds where both it and the control were accepted, the differences
+d_i = variant_i - control_i (metric units) give the mean, the sample standard deviation, a
+two-sided 95% t interval and the paired t-test (the same numbers as `scipy.stats.ttest_rel`).
+
+The verdict compares the interval with the useful-effect band [-u, +u], oriented so that
+"better" follows the metric's direction:
+
+- better: the whole interval is at least u better than the control;
+- worse: the whole interval is at least u worse;
+- no useful difference: the whole interval lies strictly inside the band;
+- inconclusive: the interval crosses an edge of the band, or there are fewer than two pairs
+  (a single seed gives a difference but no interval, and none is invented).
+
+Only accepted main-phase runs enter an effect; stopped, failed, rejected and trimmed runs are
+listed apart with their reasons (`excluded_runs`), and pilot runs are never paired.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+from scipy import stats
+
+from ablations.plan_sections import Category, MetricSection
+from ablations.records import RunRecord, RunStatus
+
+Verdict = Literal["better", "worse", "no useful difference", "inconclusive"]
+CONFIDENCE = 0.95
+
+
+class Effect(BaseModel):
+    """One variant's paired difference from the control on one metric."""
+
+    model_config = ConfigDict(frozen=True)
+
+    variant: str
+    category: Category
+    metric: str
+    direction: Literal["maximize", "minimize"]
+    useful_effect: float
+    n_pairs: int
+    """Seeds on which both the variant and the control were accepted."""
+    seeds: list[int]
+    control_mean: float | None
+    variant_mean: float | None
+    mean_diff: float | None
+    """Mean of variant - control over the pairs, in metric units (None without pairs)."""
+    sd: float | None
+    """Sample standard deviation of the differences (None below two pairs)."""
+    ci_low: float | None
+    ci_high: float | None
+    """95% t interval of the mean difference (None below two pairs)."""
+    t: float | None
+    p_value: float | None
+    verdict: Verdict
+    note: str = ""
+    """Why the verdict is what it is, in words (single seed, no pairs, zero spread...)."""
+
+
+class ExcludedRun(BaseModel):
+    """A main-phase run that enters no effect, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    variant: str
+    seed: int
+    status: RunStatus
+    reason: str
+
+
+def run_reason(record: RunRecord) -> str:
+    """Why a run is not an accepted result, in one line."""
+    if record.stop is not None:
+        return f"{record.stop.rule} at step {record.stop.step}: {record.stop.message}"
+    if record.error is not None:
+        return f"{record.error.type}: {record.error.message}"
+    if record.status == "trimmed":
+        return "trimmed at the gate"
+    if record.status == "rejected":
+        return "completed but failed an acceptance check"
+    return record.status
+
+
+def excluded_runs(records: Sequence[RunRecord]) -> list[ExcludedRun]:
+    """Main-phase runs that are not accepted, with their reasons."""
+    return [
+        ExcludedRun(
+            run_id=r.run_id, variant=r.variant, seed=r.seed, status=r.status, reason=run_reason(r)
+        )
+        for r in records
+        if r.phase == "main" and r.status != "accepted"
+    ]
+
+
+def metric_table(records: Sequence[RunRecord], metric: str) -> pd.DataFrame:
+    """Accepted main-phase values: one row per seed, one column per variant (NaN: no value)."""
+    rows = [
+        {"seed": r.seed, "variant": r.variant, "value": r.metrics[metric]}
+        for r in records
+        if r.phase == "main"
+        and r.status == "accepted"
+        and metric in r.metrics
+        and math.isfinite(r.metrics[metric])
+    ]
+    if not rows:
+        return pd.DataFrame(dtype=float)
+    frame = pd.DataFrame(rows)
+    if frame.duplicated(["seed", "variant"]).any():
+        dup = frame[frame.duplicated(["seed", "variant"], keep=False)].iloc[0]
+        raise ValueError(
+            f"two accepted main runs of {dup['variant']!r} on seed {dup['seed']}; "
+            "each variant runs each seed once"
+        )
+    return frame.pivot(index="seed", columns="variant", values="value").sort_index()
+
+
+def verdict_of(low: float, high: float, metric: MetricSection) -> Verdict:
+    """The verdict of an interval of `variant - control` against the useful-effect band."""
+    sign = 1.0 if metric.direction == "maximize" else -1.0
+    gain_low, gain_high = sorted((sign * low, sign * high))  # positive gain = better
+    u = metric.useful_effect
+    if gain_low >= u:
+        return "better"
+    if gain_high <= -u:
+        return "worse"
+    if -u < gain_low and gain_high < u:
+        return "no useful difference"
+    return "inconclusive"
+
+
+def _effect(
+    variant: str,
+    category: Category,
+    pairs: pd.DataFrame,
+    metric: MetricSection,
+) -> Effect:
+    common = {
+        "variant": variant,
+        "category": category,
+        "metric": metric.name,
+        "direction": metric.direction,
+        "useful_effect": metric.useful_effect,
+        "n_pairs": len(pairs),
+        "seeds": [int(s) for s in pairs.index],
+    }
+    if pairs.empty:
+        return Effect(
+            **common,
+            control_mean=None,
+            variant_mean=None,
+            mean_diff=None,
+            sd=None,
+            ci_low=None,
+            ci_high=None,
+            t=None,
+            p_value=None,
+            verdict="inconclusive",
+            note="no seed on which both this variant and the control were accepted",
+        )
+    diff = pairs["variant"] - pairs["control"]
+    n = len(diff)
+    mean = float(diff.mean())
+    means = {
+        "control_mean": float(pairs["control"].mean()),
+        "variant_mean": float(pairs["variant"].mean()),
+    }
+    if n == 1:
+        return Effect(
+            **common,
+            **means,
+            mean_diff=mean,
+            sd=None,
+            ci_low=None,
+            ci_high=None,
+            t=None,
+            p_value=None,
+            verdict="inconclusive",
+            note="single seed: one difference, no interval; add seeds to decide",
+        )
+    sd = float(diff.std(ddof=1))
+    note = ""
+    if sd == 0.0:
+        low = high = mean  # every pair moved by the same amount: the interval collapses
+        t_stat = math.copysign(math.inf, mean) if mean else math.nan
+        p = 0.0 if mean else 1.0
+        note = "every pair differs by the same amount: zero spread, the interval is a point"
+    else:
+        se = sd / math.sqrt(n)
+        t_stat = mean / se
+        half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * se
+        low, high = mean - half, mean + half
+        p = float(2 * stats.t.sf(abs(t_stat), n - 1))
+    verdict = verdict_of(low, high, metric)
+    if verdict == "inconclusive" and not note:
+        note = "the interval crosses an edge of the useful-effect band; more seeds would narrow it"
+    return Effect(
+        **common,
+        **means,
+        mean_diff=mean,
+        sd=sd,
+        ci_low=low,
+        ci_high=high,
+        t=t_stat if math.isfinite(t_stat) else None,
+        p_value=p,
+        verdict=verdict,
+        note=note,
+    )
+
+
+def paired_effects(
+    records: Sequence[RunRecord], metric: MetricSection, control: str = "control"
+) -> list[Effect]:
+    """One effect per variant (in order of first appearance), paired with `control` by seed."""
+    table = metric_table(records, metric.name)
+    names: dict[str, Category] = {}
+    for r in records:
+        if r.phase == "main" and r.variant != control:
+            names.setdefault(r.variant, r.category)
+    effects = []
+    for name, category in names.items():
+        if control in table and name in table:
+            pairs = table[[control, name]].dropna()
+            pairs.columns = pd.Index(["control", "variant"])
+        else:
+            pairs = pd.DataFrame(columns=["control", "variant"], dtype=float)
+        effects.append(_effect(name, category, pairs, metric))
+    return effects
+
+
+def effects_frame(effects: Sequence[Effect]) -> pd.DataFrame:
+    """The effects as a DataFrame, one row per variant."""
+    columns = list(Effect.model_fields)
+    return pd.DataFrame([e.model_dump() for e in effects], columns=columns)

@@ -1,0 +1,34 @@
+"""The campaign report: REPORT.md with effects, errors, budget and plots, and its rebuild."""
+
+from ablations.report.build import REPORT_FILE, build_report
+from ablations.report.from_folder import ReportError, rebuild_report, report_command
+from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
+from ablations.report.markdown import decision_reached, effect_line, render_report
+from ablations.report.plots import (
+    EFFECTS_PNG,
+    PER_CLASS_PNG,
+    TIMELINE_PNG,
+    plot_effects,
+    plot_per_class,
+    plot_timeline,
+)
+
+__all__ = [
+    "EFFECTS_PNG",
+    "PER_CLASS_PNG",
+    "REPORT_FILE",
+    "TIMELINE_PNG",
+    "ReportError",
+    "ReportInputs",
+    "ReportRun",
+    "assemble_inputs",
+    "build_report",
+    "decision_reached",
+    "effect_line",
+    "plot_effects",
+    "plot_per_class",
+    "plot_timeline",
+    "rebuild_report",
+    "render_report",
+    "report_command",
+]

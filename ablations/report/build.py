@@ -1,0 +1,41 @@
+"""Write REPORT.md and its plots into the output folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ablations.campaign_state import atomic_write_text
+from ablations.report.inputs import ReportInputs
+from ablations.report.markdown import render_report
+from ablations.report.plots import (
+    EFFECTS_PNG,
+    PER_CLASS_PNG,
+    TIMELINE_PNG,
+    plot_effects,
+    plot_per_class,
+    plot_timeline,
+)
+
+REPORT_FILE = "REPORT.md"
+
+
+def build_report(out_dir: Path, inputs: ReportInputs) -> str:
+    """Draw the plots, write `out_dir/REPORT.md` linking those drawn, and return its text.
+
+    A plot with nothing to show (no effect, no predictions, no timings) is removed if an
+    earlier build left one, so the folder never shows a stale picture.
+    """
+    drawn: list[str] = []
+    for name, draw in (
+        (EFFECTS_PNG, lambda p: plot_effects(inputs.effects, inputs.metric, p)),
+        (PER_CLASS_PNG, lambda p: plot_per_class(inputs.errors, p)),
+        (TIMELINE_PNG, lambda p: plot_timeline(inputs.runs, p)),
+    ):
+        path = out_dir / name
+        if draw(path) is not None:
+            drawn.append(name)
+        else:
+            path.unlink(missing_ok=True)
+    markdown = render_report(inputs, drawn)
+    atomic_write_text(out_dir / REPORT_FILE, markdown)
+    return markdown

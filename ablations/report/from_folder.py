@@ -1,0 +1,101 @@
+"""`ablate report DIR`: rebuild REPORT.md and its plots from the output folder alone.
+
+Reads `DIR/manifest.json` (campaign id, plan hash, ledger URL, gate, one row per run: the
+planned run's fields plus its record's) and `DIR/plan.yaml`, plus the predictions the rows'
+artifacts name. Nothing outside the folder is consulted, so a copied folder rebuilds too.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ablations.errors import AblationError
+from ablations.plan_io import load_plan
+from ablations.records import RunRecord
+from ablations.report.build import REPORT_FILE, build_report
+from ablations.report.inputs import ReportRun, assemble_inputs
+from ablations.variants import PlannedRun
+
+MANIFEST = "manifest.json"
+
+
+class ReportError(AblationError):
+    """The output folder lacks what a report is rebuilt from."""
+
+
+def run_from_row(row: dict[str, Any]) -> ReportRun:
+    """A manifest row (planned fields + record fields) as a `ReportRun`; no record if pending."""
+    planned = PlannedRun.model_validate({k: row[k] for k in PlannedRun.model_fields if k in row})
+    if row.get("status") in (None, "pending"):
+        return ReportRun(planned=planned)
+    fields = {k: row[k] for k in RunRecord.model_fields if k in row and row[k] is not None}
+    return ReportRun(planned=planned, record=RunRecord.model_validate(fields))
+
+
+def _manifest(out_dir: Path) -> dict[str, Any]:
+    path = out_dir / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ReportError(
+            f"{path} does not exist: is {out_dir} the output folder of `ablate run --out`?"
+        ) from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ReportError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+        raise ReportError(f"{path} holds no 'runs' list; it is not a campaign manifest")
+    return data
+
+
+def _budget_markdown(budget: Any) -> str | None:
+    if not isinstance(budget, dict) or not budget:
+        return None
+    if isinstance(budget.get("markdown"), str):
+        return str(budget["markdown"])
+    rows = "\n".join(f"| {k} | {v} |" for k, v in budget.items() if not isinstance(v, (dict, list)))
+    return f"| Item | Value |\n|---|---|\n{rows}" if rows else None
+
+
+def rebuild_report(out_dir: Path) -> Path:
+    """Rewrite `out_dir/REPORT.md` and its PNGs from the folder; return the report's path."""
+    out_dir = Path(out_dir)
+    manifest = _manifest(out_dir)
+    plan_path = out_dir / "plan.yaml"
+    if not plan_path.exists():
+        raise ReportError(f"{plan_path} does not exist; the registered plan is needed")
+    plan = load_plan(plan_path, check_workload=False)
+    try:
+        runs = [run_from_row(row) for row in manifest["runs"]]
+    except (ValidationError, KeyError, TypeError) as exc:
+        raise ReportError(f"{out_dir / MANIFEST}: a run row is malformed: {exc}") from exc
+    gate = manifest.get("gate") or {}
+    inputs = assemble_inputs(
+        out_dir,
+        plan,
+        runs,
+        campaign_id=manifest.get("campaign_id"),
+        plan_hash=manifest.get("plan_hash"),
+        gate_decision=gate.get("decision"),
+        gate_reason=gate.get("reason"),
+        budget_markdown=_budget_markdown(manifest.get("budget")),
+        planned_vs_realized_markdown=manifest.get("planned_vs_realized_markdown"),
+        ledger_url=manifest.get("ledger_url"),
+    )
+    build_report(out_dir, inputs)
+    return out_dir / REPORT_FILE
+
+
+def report_command(out_dir: Path) -> int:
+    """CLI handler of `ablate report DIR`: 0 and the report's path, or 1 and the reason."""
+    try:
+        path = rebuild_report(out_dir)
+    except AblationError as exc:
+        print(f"ablate report: {exc}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0

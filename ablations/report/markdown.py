@@ -1,0 +1,289 @@
+"""REPORT.md from `ReportInputs`: pure text, no disk, no plotting."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ablations.analysis import Effect, ErrorAnalysis, run_reason
+from ablations.report.inputs import ReportInputs, ReportRun
+from ablations.report.plots import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
+
+MAX_FLIPS_SHOWN = 8
+"""Input ids listed per variant and seed; the full lists are in the error analysis model."""
+
+
+def _cell(value: object) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def _signed(value: float | None, digits: int = 4) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:+.{digits}f}"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A GitHub markdown table; cells are escaped."""
+    lines = [
+        "| " + " | ".join(_cell(h) for h in header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def decision_reached(inputs: ReportInputs) -> str:
+    """The decision the effects support, in one or two sentences."""
+    if inputs.gate_decision == "reframe":
+        return f"Reframe: the question must be revised before spending more ({inputs.gate_reason})."
+    if not inputs.effects:
+        return "No decision: no variant was compared with the control."
+    by = {v: [e for e in inputs.effects if e.verdict == v] for v in ("better", "worse")}
+    open_ = [e for e in inputs.effects if e.verdict == "inconclusive"]
+    sign = 1 if inputs.metric.direction == "maximize" else -1
+    parts = []
+    if by["better"]:
+        best = max(by["better"], key=lambda e: sign * (e.mean_diff or 0.0))
+        parts.append(
+            f"Adopt **{best.variant}**: {inputs.metric.name} {_signed(best.mean_diff)} versus the "
+            f"control over {best.n_pairs} paired seeds (95% interval {_signed(best.ci_low)} to "
+            f"{_signed(best.ci_high)}), beyond the useful effect of "
+            f"{inputs.metric.useful_effect:g}."
+        )
+    elif open_:
+        names = ", ".join(e.variant for e in open_)
+        parts.append(
+            f"Undecided: no variant is shown usefully better; {len(open_)} remain inconclusive "
+            f"({names}). More seeds would narrow their intervals."
+        )
+    else:
+        parts.append(
+            "Keep the control: no variant is usefully better "
+            f"(useful effect {inputs.metric.useful_effect:g})."
+        )
+    if by["worse"]:
+        parts.append("Usefully worse: " + ", ".join(e.variant for e in by["worse"]) + ".")
+    if by["better"] and open_:
+        parts.append("Still inconclusive: " + ", ".join(e.variant for e in open_) + ".")
+    return " ".join(parts)
+
+
+def _effects_section(inputs: ReportInputs, plots: set[str]) -> list[str]:
+    m = inputs.metric
+    out = [
+        "## Effects",
+        "",
+        f"{m.name} ({m.direction}), variant - control paired by seed, accepted main-phase runs "
+        f"only. Useful-effect band: ±{m.useful_effect:g}.",
+        "",
+    ]
+    if not inputs.effects:
+        return [*out, "No variant was compared with the control.", ""]
+    rows = [
+        [
+            e.variant,
+            e.category,
+            e.n_pairs,
+            _num(e.control_mean),
+            _num(e.variant_mean),
+            _signed(e.mean_diff),
+            _num(e.sd),
+            f"[{_signed(e.ci_low)}, {_signed(e.ci_high)}]" if e.ci_low is not None else "-",
+            _num(e.p_value, 3),
+            f"**{e.verdict}**",
+            e.note,
+        ]
+        for e in inputs.effects
+    ]
+    header = [
+        "Variant",
+        "Category",
+        "Pairs",
+        "Control",
+        "Variant mean",
+        "Mean diff",
+        "SD",
+        "95% interval",
+        "p",
+        "Verdict",
+        "Note",
+    ]
+    out += [table(header, rows), ""]
+    if EFFECTS_PNG in plots:
+        out += [f"![Effects with 95% intervals against the useful-effect band]({EFFECTS_PNG})", ""]
+    return out
+
+
+def _not_accepted_section(runs: Sequence[ReportRun]) -> list[str]:
+    rows = [
+        [
+            r.record.run_id,
+            r.planned.variant,
+            r.planned.seed,
+            r.planned.phase,
+            r.record.status,
+            r.record.steps_done,
+            run_reason(r.record),
+        ]
+        for r in runs
+        if r.record is not None and r.record.status != "accepted"
+    ]
+    out = ["## Stopped, failed, rejected and trimmed runs", ""]
+    if not rows:
+        return [*out, "None: every finished run was accepted.", ""]
+    header = ["Run", "Variant", "Seed", "Phase", "Status", "Steps done", "Reason"]
+    return [*out, "These enter no effect.", "", table(header, rows), ""]
+
+
+def _pilot_section(inputs: ReportInputs) -> list[str]:
+    pilot = [r for r in inputs.runs if r.planned.phase == "pilot"]
+    if not pilot:
+        return []
+    rows = [
+        [
+            r.planned.run_id,
+            r.planned.variant,
+            r.planned.seed,
+            r.planned.steps,
+            r.record.status if r.record else "pending",
+            _num(r.record.metrics.get(inputs.metric.name)) if r.record else "-",
+        ]
+        for r in pilot
+    ]
+    header = ["Run", "Variant", "Seed", "Steps", "Status", inputs.metric.name]
+    return [
+        "## Pilot runs",
+        "",
+        "Shorter runs that informed the gate; they enter no effect.",
+        "",
+        table(header, rows),
+        "",
+    ]
+
+
+def _errors_section(errors: ErrorAnalysis | None, plots: set[str], control: str) -> list[str]:
+    out = ["## Error analysis", ""]
+    if errors is None:
+        return [*out, "No class predictions were exported: no error analysis.", ""]
+    if errors.per_class_change:
+        out += [
+            f"Per-class accuracy change versus {control} (mean over paired seeds):",
+            "",
+            table(
+                ["Variant", *errors.labels],
+                [
+                    [v, *(_signed(c.get(label), 3) for label in errors.labels)]
+                    for v, c in errors.per_class_change.items()
+                ],
+            ),
+            "",
+        ]
+    if PER_CLASS_PNG in plots:
+        out += [f"![Per-class accuracy change]({PER_CLASS_PNG})", ""]
+    if errors.flips:
+        rows = []
+        for f in errors.flips:
+            shown = ", ".join(
+                f"{x.input_id} ({x.label}->{x.variant_predicted})"
+                for x in f.regressions[:MAX_FLIPS_SHOWN]
+            )
+            rows.append([f.variant, f.seed, len(f.regressions), len(f.improvements), shown])
+        out += [
+            f"Held-out inputs {control} gets right and the variant wrong (regressions), and the "
+            "reverse (improvements):",
+            "",
+            table(["Variant", "Seed", "Regressions", "Improvements", "First regressions"], rows),
+            "",
+        ]
+    out += ["<details><summary>Confusion matrices (rows: true, columns: predicted)</summary>", ""]
+    for run_id, matrix in errors.confusion.items():
+        rows = [[label, *row] for label, row in zip(errors.labels, matrix, strict=True)]
+        out += [f"**{run_id}**", "", table(["", *errors.labels], rows), ""]
+    return [*out, "</details>", ""]
+
+
+def _planned_vs_realized(inputs: ReportInputs) -> list[str]:
+    out = ["## Planned vs realized", ""]
+    if inputs.planned_vs_realized_markdown:
+        return [*out, inputs.planned_vs_realized_markdown.strip(), ""]
+    statuses = ["accepted", "rejected", "stopped", "failed", "trimmed", "pending"]
+    rows = []
+    for phase in ("pilot", "main"):
+        runs = [r for r in inputs.runs if r.planned.phase == phase]
+        if not runs:
+            continue
+        counts = [
+            sum((r.record.status if r.record else "pending") == s for r in runs) for s in statuses
+        ]
+        planned_steps = sum(r.planned.steps for r in runs)
+        done = sum(r.record.steps_done for r in runs if r.record)
+        rows.append([phase, len(runs), *counts, planned_steps, done])
+    header = ["Phase", "Registered", *statuses, "Steps planned", "Steps done"]
+    return [*out, table(header, rows), ""]
+
+
+def render_report(inputs: ReportInputs, plots: Sequence[str] = ()) -> str:
+    """REPORT.md's text; `plots` names the PNGs that exist beside it (others are not linked)."""
+    shown = set(plots)
+    out = [
+        f"# Campaign {inputs.campaign_id}",
+        "",
+        f"**Question.** {inputs.question}",
+        "",
+        f"**Decision it feeds.** {inputs.decision}",
+        "",
+        f"**Decision reached.** {decision_reached(inputs)}",
+        "",
+    ]
+    if inputs.plan_hash:
+        out += [f"Plan hash `{inputs.plan_hash}`.", ""]
+    out += ["## Gate", ""]
+    if inputs.gate_decision is None:
+        out += ["No gate decision was recorded.", ""]
+    else:
+        out += [f"**{inputs.gate_decision}**: {inputs.gate_reason or 'no reason given'}", ""]
+    out += _effects_section(inputs, shown)
+    out += _not_accepted_section(inputs.runs)
+    out += _pilot_section(inputs)
+    out += _errors_section(inputs.errors, shown, inputs.control)
+    out += [
+        "## Budget",
+        "",
+        (inputs.budget_markdown or "Not available for this campaign.").strip(),
+        "",
+    ]
+    out += _planned_vs_realized(inputs)
+    if TIMELINE_PNG in shown:
+        out += ["## Timeline", "", f"![Runs per slot over time]({TIMELINE_PNG})", ""]
+    if inputs.ledger_url:
+        out += [
+            "## Ledger",
+            "",
+            f"Optuna study `{inputs.campaign_id}` at `{inputs.ledger_url}` (relative to this "
+            f"folder): `optuna-dashboard {inputs.ledger_url}` from inside the folder.",
+            "",
+        ]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def effect_line(effect: Effect) -> str:
+    """One effect in words, for logs and the Prefect UI."""
+    if effect.mean_diff is None:
+        return f"{effect.variant}: {effect.verdict} ({effect.note})"
+    interval = (
+        f", 95% [{_signed(effect.ci_low)}, {_signed(effect.ci_high)}]"
+        if effect.ci_low is not None
+        else ""
+    )
+    return (
+        f"{effect.variant}: {_signed(effect.mean_diff)} over {effect.n_pairs} pair(s){interval}: "
+        f"{effect.verdict}"
+    )
