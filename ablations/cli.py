@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("plan", type=Path)
     p.add_argument("--json", action="store_true", help="print JSON (includes the plan hash)")
     sub.add_parser("schema", help="print the plan's JSON schema")
+    from ablations.budget_cli import add_budget_parser  # registers `budget` on import
+
+    add_budget_parser(sub)
     return parser
 
 
@@ -155,4 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main: command modules register into `ablations.cli`, which
+    # under `python -m` is a different module object from this `__main__`.
+    from ablations.cli import main as registered_main
+
+    sys.exit(registered_main())
