@@ -24,7 +24,7 @@ venv: $(BIN)/.installed
 
 demo: venv
 	$(BIN)/ablate validate $(PLAN)
-	$(BIN)/ablate plan $(PLAN)
+	$(BIN)/ablate run $(PLAN) --out $(OUT)
 
 lint: venv
 	$(BIN)/ruff check .

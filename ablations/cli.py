@@ -131,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ablations.budget_cli import add_budget_parser  # registers `budget` on import
 
     add_budget_parser(sub)
+    from ablations.campaign_cli import add_campaign_parsers  # registers run, serve, report
+
+    add_campaign_parsers(sub)
     return parser
 
 

@@ -1,0 +1,93 @@
+"""`ablate run` and `ablate serve`: the campaign flow from the terminal or the Prefect UI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ablations.campaign_state import existing_registration, load_json
+from ablations.cli import EXIT_OK, command
+from ablations.plan_io import load_plan
+from ablations.slots import plan_slots
+
+
+def add_campaign_parsers(sub: Any) -> None:
+    """Add `run` and `serve` to the `ablate` parser."""
+    p = sub.add_parser("run", help="run the campaign as a Prefect flow")
+    p.add_argument("plan", type=Path)
+    p.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: runs/<campaign id>)"
+    )
+    p.add_argument(
+        "--gate",
+        choices=["auto", "ui"],
+        default=None,
+        help="override the plan's gate mode (not part of the plan hash)",
+    )
+    p.add_argument(
+        "--devices",
+        default=None,
+        help="override resources.devices: auto, a number of CPU slots, or cuda:0,cuda:1",
+    )
+    p = sub.add_parser("serve", help="serve the campaign as a deployment for the Prefect UI")
+    p.add_argument("--name", default="ablate", help="deployment name")
+    p = sub.add_parser("report", help="rebuild REPORT.md and its plots from an output folder")
+    p.add_argument("out_dir", type=Path)
+
+
+@command("run")
+def run_command(args: argparse.Namespace) -> int:
+    from flows.environment import quiet_prefect
+
+    quiet_prefect()
+    plan = load_plan(args.plan)  # bad input exits 2 here, before any work starts
+    out_dir = (args.out or Path("runs") / plan.campaign.id).resolve()
+    existing_registration(plan, out_dir)  # a conflicting folder is refused before Prefect starts
+    slots = plan_slots(plan.resources, args.devices)
+
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from flows.campaign import ablation_campaign
+
+    campaign = ablation_campaign.with_options(
+        task_runner=ThreadPoolTaskRunner(max_workers=len(slots))  # type: ignore[arg-type]
+    )
+    manifest_path = campaign(
+        plan_path=str(args.plan), out_dir=str(out_dir), gate=args.gate, devices=args.devices
+    )
+    manifest = json.loads(Path(manifest_path).read_text())
+    _print_outcome(manifest, out_dir)
+    return EXIT_OK
+
+
+def _print_outcome(manifest: dict[str, Any], out_dir: Path) -> None:
+    gate = manifest.get("gate") or {}
+    counts: dict[str, int] = {}
+    for run in manifest["runs"]:
+        counts[run["status"]] = counts.get(run["status"], 0) + 1
+    print(f"\ndecision: {gate.get('decision', '?')}: {gate.get('reason', '')}")
+    print("runs: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
+    report = out_dir / "REPORT.md"
+    print(f"output: {out_dir}" + (f" (report: {report})" if report.exists() else ""))
+    if load_json(out_dir, "gate.json") and gate.get("decision") == "reframe":
+        print(f"draft plan for the revised question: {out_dir / 'reframe-draft.yaml'}")
+
+
+@command("serve")
+def serve_command(args: argparse.Namespace) -> int:
+    from flows.environment import quiet_prefect
+
+    quiet_prefect()
+    from flows.campaign import ablation_campaign
+
+    ablation_campaign.serve(name=args.name, limit=1, pause_on_shutdown=False)
+    return EXIT_OK
+
+
+@command("report")
+def report_cli(args: argparse.Namespace) -> int:
+    from ablations.report.from_folder import report_command
+
+    return report_command(args.out_dir)

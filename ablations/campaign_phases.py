@@ -1,0 +1,160 @@
+"""The campaign's steps as plain functions over the output folder (the tasks wrap these).
+
+Each step is restartable: it first looks for its own result in the folder (preflight.json,
+records/<run_id>.json, gate.json) and only does the work when it is missing.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import yaml
+
+from ablations.budget import Projection, project
+from ablations.campaign_state import (
+    Registration,
+    atomic_write_text,
+    load_json,
+    load_record,
+    load_records,
+    registered_plan,
+    save_json,
+    save_record,
+)
+from ablations.errors import AblationError
+from ablations.gate import GateDecision, auto_decision
+from ablations.records import PreflightReport, RunRecord
+from ablations.run_specs import spec_for
+from ablations.slot_runtime import slots_for
+from ablations.variants import CONTROL, PlannedRun, planned_runs
+
+PREFLIGHT, GATE, REFRAME_DRAFT = "preflight.json", "gate.json", "reframe-draft.yaml"
+PROJECTION = "projection.json"
+
+
+def registration_of(out_dir: Path) -> Registration:
+    """The folder's registration record."""
+    data = load_json(out_dir, "registration.json")
+    if data is None:
+        raise AblationError(f"{out_dir} holds no registered campaign (registration.json)")
+    return Registration.model_validate(data)
+
+
+def registered_runs(out_dir: Path) -> list[PlannedRun]:
+    """Every run the registered plan defines."""
+    return planned_runs(registered_plan(out_dir), registration_of(out_dir).plan_hash)
+
+
+def phase_runs(out_dir: Path, phase: str, drop: list[str] | None = None) -> list[PlannedRun]:
+    """The registered runs of one phase, minus the dropped ones."""
+    dropped = set(drop or [])
+    return [r for r in registered_runs(out_dir) if r.phase == phase and r.run_id not in dropped]
+
+
+def registered_projection(out_dir: Path, slots: int) -> Projection:
+    """The projection made at registration from the plan's estimates, kept as it was."""
+    known = load_json(out_dir, PROJECTION)
+    if known is not None:
+        return Projection.model_validate(known)
+    plan = registered_plan(out_dir)
+    projection = project(plan, registered_runs(out_dir), plan.budget.estimate, slots)
+    save_json(out_dir, PROJECTION, projection)
+    return projection
+
+
+def preflight_once(out_dir: Path) -> PreflightReport:
+    """The data and restart checks on the control's pilot spec, run once per campaign."""
+    known = load_json(out_dir, PREFLIGHT)
+    if known is not None:
+        return PreflightReport.model_validate(known)
+    plan = registered_plan(out_dir)
+    registration = registration_of(out_dir)
+    control = next(r for r in phase_runs(out_dir, "pilot") if r.variant == CONTROL)
+    # The restart check saves under its own id so it never collides with the real run's.
+    spec = spec_for(plan, registration, control).model_copy(
+        update={"run_id": f"preflight-{control.run_id}", "out_dir": None}
+    )
+    with slots_for(str(out_dir)).lease() as worker:
+        report = worker.preflight(spec, plan.workload.expected_inputs)
+    save_json(out_dir, PREFLIGHT, report)
+    return report
+
+
+def execute_registered_run(out_dir: Path, run_id: str) -> RunRecord:
+    """Run one registered run on a leased slot, or return its completion record if finished."""
+    finished = load_record(out_dir, run_id)
+    if finished is not None:
+        return finished
+    plan = registered_plan(out_dir)
+    registration = registration_of(out_dir)
+    run = next((r for r in registered_runs(out_dir) if r.run_id == run_id), None)
+    if run is None:
+        raise AblationError(f"run {run_id!r} is not registered in {out_dir}")
+    spec = spec_for(plan, registration, run)
+    with slots_for(str(out_dir)).lease() as worker:
+        record = worker.run(spec)
+    save_record(out_dir, record)
+    return record
+
+
+def gate_recommendation(out_dir: Path, slots: int) -> GateDecision:
+    """The recorded decision if the gate was already passed, else the policy's."""
+    known = load_json(out_dir, GATE)
+    if known is not None:
+        return GateDecision.model_validate(known)
+    plan = registered_plan(out_dir)
+    records = load_records(out_dir)
+    pilot = [records[r.run_id] for r in phase_runs(out_dir, "pilot") if r.run_id in records]
+    preflight = PreflightReport.model_validate(load_json(out_dir, PREFLIGHT) or {"passed": False})
+    elapsed = (time.time() - registration_of(out_dir).registered_at) / 3600
+    return auto_decision(
+        plan, pilot, preflight, phase_runs(out_dir, "main"), slots=slots, elapsed_hours=elapsed
+    )
+
+
+def gate_decided(out_dir: Path) -> bool:
+    """Whether the gate decision is already recorded (a restart never asks again)."""
+    return (out_dir / GATE).exists()
+
+
+def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:
+    """Persist the decision once: trimmed runs get records; reframe gets a draft plan."""
+    known = load_json(out_dir, GATE)
+    if known is not None:
+        return GateDecision.model_validate(known)
+    main = {r.run_id: r for r in phase_runs(out_dir, "main")}
+    for run_id in decision.drop:
+        run = main[run_id]
+        if load_record(out_dir, run_id) is None:
+            save_record(
+                out_dir,
+                RunRecord(
+                    run_id=run.run_id,
+                    variant=run.variant,
+                    seed=run.seed,
+                    category=run.category,
+                    phase="main",
+                    status="trimmed",
+                ),
+            )
+    if decision.decision == "reframe":
+        write_reframe_draft(out_dir, decision.reason)
+    save_json(out_dir, GATE, decision)
+    return decision
+
+
+def write_reframe_draft(out_dir: Path, reason: str) -> Path:
+    """A draft plan for the revised question, under a new campaign id."""
+    data = yaml.safe_load((out_dir / "plan.yaml").read_text(encoding="utf-8"))
+    campaign = data["campaign"]
+    campaign["id"] = f"{campaign['id']}-reframed"[:64]
+    campaign["question"] = f"REVISE: {campaign['question']}"
+    header = (
+        "# Draft for a new campaign: the gate decided to reframe.\n"
+        f"# Reason: {reason}\n"
+        "# Revise the question and the plan, then validate and run it as a new campaign.\n"
+    )
+    path = out_dir / REFRAME_DRAFT
+    atomic_write_text(path, header + yaml.safe_dump(data, sort_keys=False))
+    return path

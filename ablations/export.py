@@ -1,0 +1,202 @@
+"""The output folder's index files: manifest.json and runs.csv, from the completion records."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ablations import __version__
+from ablations.budget import (
+    Projection,
+    assess_plan,
+    budget_markdown,
+    planned_vs_realized,
+    planned_vs_realized_markdown,
+)
+from ablations.campaign_phases import (
+    GATE,
+    PREFLIGHT,
+    PROJECTION,
+    registered_runs,
+    registration_of,
+)
+from ablations.campaign_state import atomic_write_text, load_json, load_records
+from ablations.ledger import LEDGER_URL, open_ledger, record_run
+from ablations.report.from_folder import rebuild_report
+
+RUN_COLUMNS = [
+    "run_id",
+    "variant",
+    "factor",
+    "level",
+    "seed",
+    "category",
+    "phase",
+    "steps",
+    "status",
+    "stop_rule",
+    "stop_reason",
+    "stop_step",
+    "error",
+    "metric",
+    "device",
+    "slot",
+    "started_at",
+    "ended_at",
+    "seconds",
+]
+
+
+def code_version() -> dict[str, str | None]:
+    """The package version and, when run from a git checkout, its commit."""
+    commit = None
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+        commit = result.stdout.strip() or None if result.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"package": __version__, "git_commit": commit}
+
+
+def environment() -> dict[str, Any]:
+    """Python, torch, prefect, CUDA and the devices, as seen by the campaign process."""
+    import prefect
+    import torch
+
+    cuda = torch.cuda.is_available()
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "prefect": prefect.__version__,
+        "cuda": torch.version.cuda if cuda else None,
+        "devices": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        if cuda
+        else ["cpu"],
+    }
+
+
+def run_rows(out_dir: Path) -> list[dict[str, Any]]:
+    """One merged row per registered run: what was planned plus what happened."""
+    records = load_records(out_dir)
+    rows = []
+    for planned in registered_runs(out_dir):
+        record = records.get(planned.run_id)
+        row: dict[str, Any] = planned.model_dump(mode="json")
+        if record is None:
+            row.update(status="pending")
+        else:
+            row.update(
+                record.model_dump(mode="json", exclude={"variant", "seed", "category", "phase"})
+            )
+        rows.append(row)
+    return rows
+
+
+def _flat(row: dict[str, Any], metric: str) -> dict[str, Any]:
+    stop = row.get("stop") or {}
+    error = row.get("error") or {}
+    started, ended = row.get("started_at"), row.get("ended_at")
+    return {
+        **{
+            k: row.get(k)
+            for k in (
+                "run_id",
+                "variant",
+                "factor",
+                "level",
+                "seed",
+                "category",
+                "phase",
+                "steps",
+                "status",
+                "device",
+                "slot",
+                "started_at",
+                "ended_at",
+            )
+        },
+        "stop_rule": stop.get("rule"),
+        "stop_reason": stop.get("message"),
+        "stop_step": stop.get("step"),
+        "error": f"{error['type']}: {error['message']}" if error else None,
+        "metric": (row.get("metrics") or {}).get(metric),
+        "seconds": round(ended - started, 3) if started and ended else None,
+    }
+
+
+def write_outputs(out_dir: Path, extra: dict[str, Any] | None = None) -> Path:
+    """Write manifest.json and runs.csv; return the manifest's path."""
+    import pandas as pd
+
+    from ablations.campaign_state import registered_plan
+
+    plan = registered_plan(out_dir)
+    registration = registration_of(out_dir)
+    rows = run_rows(out_dir)
+    record_ledger(out_dir)
+    records = list(load_records(out_dir).values())
+    gate = load_json(out_dir, GATE)
+    assessment = assess_plan(plan, records=records)
+    budget = {"markdown": budget_markdown(assessment), **assessment.summary()}
+    projection = load_json(out_dir, PROJECTION)
+    realized: dict[str, Any] = {}
+    if projection is not None:
+        pvr = planned_vs_realized(
+            Projection.model_validate(projection),
+            records,
+            decisions=[f"gate: {gate['decision']}: {gate['reason']}"] if gate else [],
+            trimmed=gate["drop"] if gate else [],
+        )
+        realized = {
+            "planned_vs_realized": pvr.model_dump(mode="json"),
+            "planned_vs_realized_markdown": planned_vs_realized_markdown(pvr),
+        }
+    manifest = {
+        "campaign_id": registration.campaign_id,
+        "plan_hash": registration.plan_hash,
+        "ledger_url": LEDGER_URL,
+        "ledger_study": registration.campaign_id,
+        "question": plan.campaign.question,
+        "code_version": code_version(),
+        "environment": environment(),
+        "preflight": load_json(out_dir, PREFLIGHT),
+        "gate": gate,
+        "budget": budget,
+        **realized,
+        **(extra or {}),
+        "runs": rows,
+    }
+    frame = pd.DataFrame([_flat(r, plan.metric.name) for r in rows], columns=RUN_COLUMNS)
+    atomic_write_text(out_dir / "runs.csv", frame.to_csv(index=False))
+    path = out_dir / "manifest.json"
+    atomic_write_text(path, json.dumps(manifest, indent=2, default=str))
+    rebuild_report(out_dir)
+    return path
+
+
+def record_ledger(out_dir: Path) -> None:
+    """Every finished run as a trial of the campaign's Optuna study (idempotent per run id)."""
+    from ablations.campaign_state import registered_plan
+
+    plan = registered_plan(out_dir)
+    registration = registration_of(out_dir)
+    records = load_records(out_dir)
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # the campaign prints its own progress
+    study = open_ledger(out_dir, registration.campaign_id, plan=plan)
+    for planned in registered_runs(out_dir):
+        record = records.get(planned.run_id)
+        if record is not None:
+            record_run(study, planned, record)

@@ -1,0 +1,31 @@
+"""From a registered run to the spec a slot's worker executes."""
+
+from __future__ import annotations
+
+from ablations.campaign_state import Registration
+from ablations.plan import Plan
+from ablations.records import RunSpec
+from ablations.variants import PlannedRun
+
+
+def spec_for(plan: Plan, registration: Registration, run: PlannedRun) -> RunSpec:
+    """The run spec of one registered run (device is filled in by the slot)."""
+    return RunSpec(
+        run_id=run.run_id,
+        campaign_id=registration.campaign_id,
+        plan_hash=registration.plan_hash,
+        variant=run.variant,
+        category=run.category,
+        phase=run.phase,
+        seed=run.seed,
+        params=run.params,
+        steps=run.steps,
+        eval_every=plan.workload.eval_every,
+        workload=plan.workload.entry,
+        metric=plan.metric.name,
+        direction=plan.metric.direction,
+        threshold=plan.metric.threshold,
+        stop_rules=plan.stop_rules,
+        checkpoint=plan.checkpoint,
+        out_dir=registration.out_dir,
+    )

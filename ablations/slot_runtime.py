@@ -1,0 +1,42 @@
+"""The live slots of a running campaign: one worker per slot, leased by run tasks.
+
+Prefect tasks receive only ids and paths, so the workers (which hold processes) live here,
+keyed by the campaign's output folder, for the lifetime of the flow run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ablations.errors import AblationError
+from ablations.slots import SlotPool, SlotSpec
+from ablations.worker import SlotWorker
+
+_RUNTIMES: dict[str, SlotPool[SlotWorker]] = {}
+_LOCK = threading.Lock()
+
+
+@contextmanager
+def open_slots(key: str, slots: list[SlotSpec]) -> Iterator[SlotPool[SlotWorker]]:
+    """Start a worker per slot (lazily, on first use), and stop them all at the end."""
+    pool = SlotPool([SlotWorker(slot) for slot in slots])
+    with _LOCK:
+        _RUNTIMES[key] = pool
+    try:
+        yield pool
+    finally:
+        with _LOCK:
+            _RUNTIMES.pop(key, None)
+        for worker in pool.slots:
+            worker.close()
+
+
+def slots_for(key: str) -> SlotPool[SlotWorker]:
+    """The slot pool of the running campaign `key`."""
+    with _LOCK:
+        pool = _RUNTIMES.get(key)
+    if pool is None:
+        raise AblationError(f"no slots are open for campaign folder {key}")
+    return pool

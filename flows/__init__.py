@@ -1,0 +1,1 @@
+"""Prefect flows: they only sequence and fan out tasks."""

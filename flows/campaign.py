@@ -1,0 +1,201 @@
+"""The campaign flow: register -> preflight -> pilot -> gate -> main -> results.
+
+It only sequences and fans out; every step is a task over one `ablations` call, and every
+step is recognized as done on restart from the output folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, cast
+
+from prefect import flow, pause_flow_run
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
+from prefect.exceptions import FlowPauseTimeout
+from prefect.futures import as_completed
+from prefect.input import RunInput
+from prefect.task_runners import ThreadPoolTaskRunner
+from pydantic import Field
+
+from ablations.campaign_phases import gate_decided, phase_runs
+from ablations.campaign_state import registered_plan
+from ablations.gate import GateDecision, apply_answer
+from ablations.plan_io import read_plan_text
+from ablations.progress import say
+from ablations.records import RunRecord
+from ablations.slot_runtime import open_slots
+from ablations.slots import plan_slots
+from ablations.variants import PlannedRun
+from tasks.gate import recommend_gate, record_gate
+from tasks.preflight import run_preflight
+from tasks.register import project_campaign, register_campaign
+from tasks.results import write_results
+from tasks.runs import execute_run
+
+
+class GateAnswer(RunInput):
+    """Your decision after the pilot. The automatic recommendation is shown in the artifacts."""
+
+    decision: Literal["continue", "trim", "reframe"]
+    """continue: run every remaining registered run; trim: drop the runs below (or the
+    recommended ones when empty); reframe: end the campaign and draft a revised plan."""
+    drop: list[str] = Field(default_factory=list)
+    """Registered main-phase run ids or variant names to drop (nothing can be added)."""
+    note: str = ""
+    """Why, for the record."""
+
+
+def _record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]]:
+    return [
+        {
+            "run": r.run_id,
+            "variant": r.variant,
+            "seed": r.seed,
+            "status": r.status,
+            metric: r.metrics.get(metric),
+            "stop": f"{r.stop.rule}: {r.stop.message}" if r.stop else "",
+            "seconds": round(r.timings.total, 2),
+            "slot": r.slot or "",
+        }
+        for r in records
+    ]
+
+
+def _run_phase(
+    out_dir: str, runs: list[PlannedRun], progress_id: object, done: list[int], total: int
+) -> list[RunRecord]:
+    futures = [execute_run.submit(out_dir, r.run_id, r.variant, r.seed, r.phase) for r in runs]
+    records = []
+    for future in as_completed(futures):
+        record = cast(RunRecord, future.result())
+        records.append(record)
+        done[0] += 1
+        detail = (
+            record.stop.rule
+            if record.stop
+            else ", ".join(f"{k}={v:.4f}" for k, v in record.metrics.items())
+        )
+        say(
+            f"  [{done[0]}/{total}] {record.phase} {record.variant} seed {record.seed}: "
+            f"{record.status} ({detail})"
+        )
+        if progress_id is not None:
+            update_progress_artifact(progress_id, 100 * done[0] / total)  # type: ignore[arg-type]
+    return records
+
+
+def _ask_in_ui(
+    recommendation: GateDecision, main: list[PlannedRun], timeout_s: int
+) -> GateDecision:
+    create_markdown_artifact(
+        key="gate-recommendation",
+        markdown=(
+            f"## Gate: the policy recommends **{recommendation.decision}**\n\n"
+            f"{recommendation.reason}\n\nRuns it would drop: {recommendation.drop or 'none'}\n\n"
+            f"Numbers: {recommendation.numbers}\n\nResume this flow run with your decision; "
+            f"after {timeout_s} s the recommendation is applied."
+        ),
+    )
+    say(
+        f"gate: waiting up to {timeout_s} s for a decision in the Prefect UI "
+        f"(recommended: {recommendation.decision})"
+    )
+    try:
+        answer = pause_flow_run(
+            wait_for_input=GateAnswer.with_initial_data(
+                decision=recommendation.decision, drop=recommendation.drop
+            ),
+            timeout=timeout_s,
+            poll_interval=2,
+        )
+    except FlowPauseTimeout:
+        return recommendation.model_copy(
+            update={
+                "source": "timeout",
+                "reason": f"no answer in {timeout_s} s; "
+                f"applied the policy: {recommendation.reason}",
+            }
+        )
+    return apply_answer(recommendation, answer.decision, answer.drop, answer.note, main)
+
+
+@flow(
+    name="ablation-campaign",
+    task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]  # generic in stubs
+    persist_result=False,
+    log_prints=False,
+)
+def ablation_campaign(
+    plan_path: str | None = None,
+    plan_yaml: str | None = None,
+    out_dir: str = "ablate-out",
+    gate: Literal["auto", "ui"] | None = None,
+    devices: str | None = None,
+) -> str:
+    """Run an ablation campaign from a plan file (or inline YAML) into an output folder."""
+    if plan_yaml is None:
+        if plan_path is None:
+            raise ValueError("give plan_path or plan_yaml")
+        plan_yaml = read_plan_text(Path(plan_path))
+    registration = register_campaign(plan_yaml, out_dir, plan_path or "inline plan")
+    folder = registration.out_dir
+    plan = registered_plan(Path(folder))
+    slots = plan_slots(plan.resources, devices)
+    project_campaign(folder, len(slots))
+    pilot, main = phase_runs(Path(folder), "pilot"), phase_runs(Path(folder), "main")
+    total = len(pilot) + len(main)
+    say(
+        f"campaign {registration.campaign_id} (plan {registration.plan_hash[:12]}): "
+        f"{len(pilot)} pilot + {len(main)} main runs on {len(slots)} slot(s) "
+        f"[{', '.join(s.name for s in slots)}]"
+    )
+    progress = create_progress_artifact(
+        progress=0.0, key="campaign-progress", description="Runs finished"
+    )
+    done = [0]
+    with open_slots(folder, slots):
+        say("preflight: data check and restart check")
+        preflight = run_preflight(folder)
+        say(f"preflight: {'passed' if preflight.passed else 'FAILED'}")
+        pilot_records: list[RunRecord] = []
+        if preflight.passed:
+            say("pilot")
+            pilot_records = _run_phase(folder, pilot, progress, done, total)
+            create_table_artifact(
+                key="pilot-runs",
+                table=_record_rows(pilot_records, plan.metric.name),
+                description="Pilot runs",
+            )
+        asked_before = gate_decided(Path(folder))
+        recommendation = recommend_gate(folder, len(slots))
+        mode = gate or plan.gate.mode
+        decision = recommendation
+        if mode == "ui" and not asked_before:
+            decision = _ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
+        decision = record_gate(folder, decision)
+        say(f"gate: {decision.decision} ({decision.source}): {decision.reason}")
+        create_markdown_artifact(
+            key="gate-decision",
+            markdown=f"## Gate decision: **{decision.decision}** ({decision.source})\n\n"
+            f"{decision.reason}\n\nDropped: {len(decision.drop)} runs\n\n"
+            f"Numbers: {decision.numbers}",
+        )
+        if decision.decision != "reframe":
+            remaining = [r for r in main if r.run_id not in set(decision.drop)]
+            say(f"main: {len(remaining)} runs ({len(decision.drop)} trimmed)")
+            done[0] += len(decision.drop)
+            main_records = _run_phase(folder, remaining, progress, done, total)
+            create_table_artifact(
+                key="final-runs",
+                table=_record_rows(main_records, plan.metric.name),
+                description="Main-phase runs",
+            )
+    manifest = write_results(folder)
+    update_progress_artifact(progress, 100.0)  # type: ignore[arg-type]
+    say(f"results: {manifest}")
+    return manifest

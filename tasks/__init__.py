@@ -1,0 +1,1 @@
+"""Prefect tasks: each a thin, named, retried wrapper over one `ablations` call."""

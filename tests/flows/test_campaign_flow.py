@@ -1,0 +1,111 @@
+"""The campaign flow on a real Prefect test server, with real training in slot workers."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from tests.flows.conftest import plan_text
+
+pytestmark = pytest.mark.slow
+
+
+def _run(tmp_path: Path, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    from flows.campaign import ablation_campaign
+
+    data["checkpoint"]["store"] = f"file://{tmp_path}/ckpt"
+    manifest = ablation_campaign(plan_yaml=plan_text(data), out_dir=str(tmp_path / "out"), **kwargs)
+    return json.loads(Path(manifest).read_text())
+
+
+def test_two_cpu_slots_are_both_used_and_never_overlap(
+    prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    manifest = _run(tmp_path, tiny_plan)
+    runs = [r for r in manifest["runs"] if r["status"] != "trimmed"]
+    assert {r["slot"] for r in runs} == {"cpu#0", "cpu#1"}
+    for slot in ("cpu#0", "cpu#1"):
+        spans = sorted((r["started_at"], r["ended_at"]) for r in runs if r["slot"] == slot)
+        assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(spans))
+    assert all(r["device"] == "cpu" for r in runs)
+    by_variant = {(r["variant"], r["phase"]): r["status"] for r in runs}
+    assert by_variant[("keep_pixels=32", "main")] == "stopped"
+    assert by_variant[("control", "main")] == "accepted"
+    csv = pd.read_csv(tmp_path / "out" / "runs.csv")
+    assert len(csv) == len(manifest["runs"]) and set(csv["run_id"]) == {
+        r["run_id"] for r in manifest["runs"]
+    }
+
+
+def test_ui_gate_applies_the_answer_given_through_the_client(
+    prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+
+    tiny_plan["gate"] = {"mode": "ui", "timeout_minutes": 5}
+    answered: list[str] = []
+
+    def answer() -> None:
+        with get_client(sync_client=True) as client:
+            for _ in range(600):
+                paused = client.read_flow_runs(
+                    flow_run_filter=FlowRunFilter(
+                        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["PAUSED"]))
+                    )
+                )
+                if paused:
+                    client.resume_flow_run(
+                        paused[0].id,
+                        run_input={
+                            "decision": "trim",
+                            "drop": ["width=8", "not-a-run"],
+                            "note": "width is settled",
+                        },
+                    )
+                    answered.append(str(paused[0].id))
+                    return
+                time.sleep(0.5)
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    manifest = _run(tmp_path, tiny_plan)
+    thread.join(timeout=5)
+    assert answered
+    gate = manifest["gate"]
+    assert gate["decision"] == "trim" and gate["source"] == "ui"
+    assert "not-a-run" in gate["reason"]  # unknown names are ignored, never added
+    trimmed = {r["variant"] for r in manifest["runs"] if r["status"] == "trimmed"}
+    assert trimmed == {"width=8"}
+
+
+def test_ui_gate_timeout_falls_back_to_the_policy(
+    prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    tiny_plan["gate"] = {"mode": "ui", "timeout_minutes": 0.05}
+    manifest = _run(tmp_path, tiny_plan)
+    assert manifest["gate"]["source"] == "timeout"
+    assert manifest["gate"]["decision"] in ("continue", "trim")
+
+
+def test_reframe_when_the_control_is_below_threshold(
+    prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    tiny_plan["metric"]["threshold"] = 0.999
+    tiny_plan["stop_rules"]["quality"]["enabled"] = False
+    manifest = _run(tmp_path, tiny_plan)
+    assert manifest["gate"]["decision"] == "reframe"
+    assert not [r for r in manifest["runs"] if r["phase"] == "main" and r["status"] != "pending"]
+    draft = (tmp_path / "out" / "reframe-draft.yaml").read_text()
+    assert "tiny-reframed" in draft
