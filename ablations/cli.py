@@ -78,16 +78,26 @@ def _plan(args: argparse.Namespace) -> int:
         "steps": sum(r.steps for r in runs),
         "by_category": dict(Counter(r.category for r in runs if r.phase == "main")),
     }
+    from ablations.budget import assess_plan
+
+    assessment = assess_plan(plan)
+    projected = (
+        {r.run_id: r.hours for r in assessment.projection.runs} if assessment.projection else {}
+    )
     if args.json:
         payload = {
             "campaign_id": plan.campaign.id,
             "plan_hash": digest,
-            "runs": [r.model_dump(mode="json") for r in runs],
+            "runs": [
+                {**r.model_dump(mode="json"), "projected_hours": projected.get(r.run_id)}
+                for r in runs
+            ],
             "totals": totals,
+            "budget": assessment.summary(),
         }
         print(json.dumps(payload, indent=2))
         return EXIT_OK
-    header = ("run_id", "variant", "factor", "level", "seed", "category", "phase", "steps")
+    header = ("run_id", "variant", "factor", "level", "seed", "category", "phase", "steps", "hours")
     rows = [
         (
             r.run_id,
@@ -98,6 +108,7 @@ def _plan(args: argparse.Namespace) -> int:
             r.category,
             r.phase,
             str(r.steps),
+            f"{projected.get(r.run_id, 0.0):.3f}",
         )
         for r in runs
     ]
@@ -107,6 +118,16 @@ def _plan(args: argparse.Namespace) -> int:
     print(
         f"\n{totals['runs']} runs ({totals['pilot_runs']} pilot, {totals['main_runs']} main), "
         f"{totals['steps']} steps; plan hash {digest}"
+    )
+    fit = assessment.fit
+    price = assessment.cost.package_usd
+    print(
+        f"projected from the plan's estimates: {assessment.busy_hours:.2f} h busy, "
+        f"{fit.wall_hours:.2f} h wall on {assessment.slots} slot(s) + {fit.prep_hours:.1f} h "
+        f"preparation in a {fit.window_hours:.0f} h window: "
+        + ("fits" if fit.fits else f"overruns by {fit.overrun_hours:.2f} h")
+        + (f"; package {price:.2f} USD" if price is not None else "")
+        + " (see `ablate budget`)"
     )
     return EXIT_OK
 
