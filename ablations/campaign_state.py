@@ -70,11 +70,27 @@ def existing_registration(plan: Plan, out_dir: Path) -> Registration | None:
         return known.model_copy(update={"out_dir": str(out_dir)})
     if out_dir.exists() and not out_dir.is_dir():
         raise AblationError(f"{out_dir} exists and is not a folder; choose another --out")
+    _check_creatable(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise AblationError(
             f"{out_dir} is not empty and holds no registered campaign; choose another --out"
         )
     return None
+
+
+def _check_creatable(out_dir: Path) -> None:
+    """Refuse a folder that cannot be created or written, before anything starts."""
+    ancestor = out_dir
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise AblationError(
+            f"cannot create the output folder {out_dir}: {ancestor} is a file, not a folder"
+        )
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise AblationError(
+            f"cannot create the output folder {out_dir}: {ancestor} is not writable"
+        )
 
 
 def register(plan_text: str, out_dir: Path, source: str = "plan") -> Registration:

@@ -1,0 +1,103 @@
+"""Helpers for the fault suite: `ablate run` as a killable process tree in its own folder."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.conftest import ROOT
+from tests.flows.conftest import TINY_PLAN
+
+
+def fault_plan(**changes: Any) -> dict[str, Any]:
+    """The tiny flow plan on the fault workload, a relative file store (one per cwd)."""
+    data = copy.deepcopy(TINY_PLAN)
+    data["workload"]["entry"] = "tests.faults.workloads:FaultDigits"
+    data["workload"]["steps"] = 200
+    data["workload"]["eval_every"] = 50
+    data["pilot"]["steps"] = 100
+    data["checkpoint"] = {"store": "file://./ckpt", "interval": {"steps": 50}, "keep_last": 2}
+    data.update(changes)
+    return data
+
+
+class Campaign:
+    """One campaign folder: `cwd/plan.yaml`, `cwd/out`, store `cwd/ckpt`, own PREFECT_HOME."""
+
+    def __init__(self, cwd: Path, plan: dict[str, Any], prefect_home: Path) -> None:
+        self.cwd = cwd
+        cwd.mkdir(parents=True, exist_ok=True)
+        self.plan = cwd / "plan.yaml"
+        self.plan.write_text(yaml.safe_dump(plan, sort_keys=False))
+        self.out = cwd / "out"
+        self.records = self.out / "records"
+        self.prefect_home = prefect_home
+        self.logs: list[str] = []
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("PREFECT_API_URL", None)  # ephemeral mode, as a user runs it
+        env["PREFECT_HOME"] = str(self.prefect_home)
+        env["PYTHONPATH"] = str(ROOT)  # the fault workload, importable from any cwd
+        env["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "90"
+        env.update(extra)
+        return env
+
+    def command(self, *args: str) -> list[str]:
+        cli = [sys.executable, "-m", "ablations.cli", "run", str(self.plan), "--out"]
+        return [*cli, str(self.out), *args]
+
+    def start(self, *args: str, **env: str) -> subprocess.Popen[str]:
+        log = (self.cwd / f"run-{len(self.logs)}.log").open("w")
+        self.logs.append(log.name)
+        return subprocess.Popen(
+            self.command(*args), cwd=self.cwd, env=self.env(**env), start_new_session=True,
+            stdout=log, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+
+    def run(self, *args: str, timeout: float = 240, **env: str) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            self.command(*args), cwd=self.cwd, env=self.env(**env), capture_output=True,
+            text=True, timeout=timeout,
+        )  # fmt: skip
+        self.logs.append(result.stdout + result.stderr)
+        return result
+
+    def finished(self, phase: str | None = None) -> list[Path]:
+        if not self.records.exists():
+            return []
+        found = list(self.records.glob("*.json"))
+        if phase == "pilot":
+            return [p for p in found if p.name.startswith("pilot-")]
+        if phase == "main":
+            return [p for p in found if not p.name.startswith("pilot-")]
+        return found
+
+    def snapshot(self) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in self.finished()}
+
+
+def kill_when(
+    process: subprocess.Popen[str], condition: Callable[[], bool], timeout: float = 240
+) -> None:
+    """SIGKILL the whole process tree (campaign, Prefect server, slot workers) once true."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process.poll() is None, "the campaign ended before the fault could be injected"
+        assert time.monotonic() < deadline, "the fault point was never reached"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+def log_text(path: str) -> str:
+    return Path(path).read_text() if Path(path).exists() else path

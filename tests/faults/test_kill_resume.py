@@ -1,0 +1,90 @@
+"""kill -9 of the campaign's process tree during the pilot, while the gate waits, during a
+checkpoint upload and during the main phase; each re-run picks up where the last one died.
+
+One campaign is killed four times in a row and finally completed; an uninterrupted campaign
+of the same plan (same run ids) runs in another folder. The end: every run finished once
+(records written by an earlier invocation are never rewritten), the half-written checkpoint
+is never loaded, and every run's metrics equal the uninterrupted campaign's exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.faults.conftest import Campaign, fault_plan, kill_when, log_text
+
+pytestmark = pytest.mark.slow
+
+
+def _manifest(campaign: Campaign) -> dict[str, dict[str, object]]:
+    runs = json.loads((campaign.out / "manifest.json").read_text())["runs"]
+    return {r["run_id"]: r for r in runs}
+
+
+def test_four_kills_then_the_same_results_as_an_uninterrupted_campaign(tmp_path: Path) -> None:
+    home = tmp_path / "prefect-home"  # shared: the database is created once
+    plan = fault_plan(gate={"mode": "auto", "timeout_minutes": 0.25})
+    reference = Campaign(tmp_path / "reference", plan, home)
+    result = reference.run()
+    assert result.returncode == 0, result.stdout + result.stderr
+    expected = _manifest(reference)
+
+    killed = Campaign(tmp_path / "killed", plan, home)
+    kept: dict[str, bytes] = {}
+
+    def assert_kept() -> None:
+        """Records from earlier invocations are byte-for-byte unchanged (never re-run)."""
+        now = killed.snapshot()
+        assert {name: now.get(name) for name in kept} == kept
+        kept.update(now)
+
+    # 1. During the pilot: the first pilot run has finished, the gate is not decided yet.
+    process = killed.start("--gate", "ui")
+    kill_when(process, lambda: len(killed.finished("pilot")) >= 1)
+    assert not (killed.out / "gate.json").exists()
+    kept.update(killed.snapshot())
+
+    # 2. While the gate waits in the (ephemeral) Prefect UI: the flow run is paused.
+    process = killed.start("--gate", "ui")
+    kill_when(process, lambda: "gate: waiting" in log_text(killed.logs[-1]))
+    assert not (killed.out / "gate.json").exists()  # unanswered: the next run asks again
+    assert_kept()
+
+    # 3. In the middle of a checkpoint upload in the main phase: half of state.pt is written.
+    marker = killed.cwd / "upload-hangs"
+    process = killed.start("--gate", "ui", ABLATE_FAULT_SLOW_UPLOAD=f"100:{marker}")
+    kill_when(process, lambda: Path(f"{marker}.key").exists())
+    assert (killed.out / "gate.json").exists()  # the gate timed out and was recorded
+    half = Path(marker.with_name("ckpt")) / Path(f"{marker}.key").read_text()
+    assert half.exists() and not (half.parent / "COMMIT.json").exists()
+    interrupted_run = half.parent.parent.name
+    assert_kept()
+
+    # 4. During the main phase, once two more main runs have finished.
+    main_before = len(killed.finished("main"))
+    process = killed.start()
+    kill_when(process, lambda: len(killed.finished("main")) >= main_before + 2)
+    assert_kept()
+
+    # 5. Completes.
+    result = killed.run()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert_kept()
+
+    got = _manifest(killed)
+    assert set(got) == set(expected)
+    assert all(r["status"] != "pending" for r in got.values())
+    for run_id, run in expected.items():
+        assert got[run_id]["status"] == run["status"], run_id
+        assert got[run_id]["metrics"] == run["metrics"], run_id  # exactly, not approximately
+    # The run killed mid-upload resumed from a committed step (50, or a later one if the
+    # fourth kill caught it again), never from the half-written step 100.
+    resumed = got[interrupted_run]["checkpoint"]
+    assert isinstance(resumed, dict)
+    assert resumed["resumed_from_step"] in (50, 100, 150), resumed
+    gate = json.loads((killed.out / "gate.json").read_text())
+    assert gate["source"] == "timeout"  # asked again after the kill, then the policy applied

@@ -1,0 +1,61 @@
+"""A digits workload with fault hooks, for campaigns run in subprocesses (slot workers).
+
+Both hooks are off unless their environment variable is set, so a reference campaign with the
+same plan (same workload entry, same run ids) runs untouched:
+
+- `ABLATE_FAULT_SLOW_UPLOAD=STEP:MARKER`: the first save of step STEP writes half of its
+  `state.pt`, creates MARKER and hangs (the test kills the process tree meanwhile): a kill
+  in the middle of a checkpoint upload, with a half-written object left in the store.
+- `ABLATE_FAULT_PAUSE=STEP:MARKER:GO`: the first run to reach step STEP creates MARKER and
+  waits until the file GO exists (the test stops and restarts the S3 server meanwhile).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from ablations.checkpoint.store import FsspecStore
+from ablations.workloads.digits import DigitsWorkload
+
+SLOW_UPLOAD, PAUSE = "ABLATE_FAULT_SLOW_UPLOAD", "ABLATE_FAULT_PAUSE"
+
+
+def _claim(marker: Path) -> bool:
+    """Create `marker` exclusively: True for the one caller (across processes) that made it."""
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+_put = FsspecStore.put
+
+
+def _hanging_put(self: FsspecStore, key: str, data: bytes) -> None:
+    step, _, marker = os.environ.get(SLOW_UPLOAD, "").partition(":")
+    if marker and key.endswith(f"step-{int(step):08d}/state.pt") and _claim(Path(marker)):
+        self.fs.pipe_file(self._path(key), data[: len(data) // 2])  # half an object
+        Path(f"{marker}.key").write_text(key)
+        time.sleep(120)  # the kill arrives here
+    _put(self, key, data)
+
+
+if os.environ.get(SLOW_UPLOAD):
+    FsspecStore.put = _hanging_put  # type: ignore[method-assign]
+
+
+class FaultDigits(DigitsWorkload):
+    """Digits that can pause at a step until the test lets it go on."""
+
+    def train_step(self, step: int) -> Any:
+        at, _, rest = os.environ.get(PAUSE, "").partition(":")
+        marker, _, go = rest.partition(":")
+        if marker and step == int(at) and _claim(Path(marker)):
+            deadline = time.monotonic() + 120
+            while not Path(go).exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return super().train_step(step)
