@@ -44,6 +44,7 @@ def plan_with(runs: int, store: Path) -> dict[str, Any]:
     data["workload"].update(steps=STEPS, eval_every=EVAL_EVERY)
     data["factors"] = {"width": {"category": "useful", "levels": list(range(8, 8 + runs - 2))}}
     data["seeds"] = [0]
+    data["metric"]["threshold"] = 0.0  # every tiny run healthy: the gate continues
     data["pilot"] = {"variants": ["control"], "seeds": [0], "steps": PILOT_STEPS}
     data["stop_rules"]["quality"] = {"enabled": False}
     data["stop_rules"]["restart"] = {"check_steps": 1}
