@@ -12,6 +12,7 @@ atomically, so a finished run is recognized without rereading its metrics or che
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -118,9 +119,14 @@ def register(plan_text: str, out_dir: Path, source: str = "plan") -> Registratio
 
 
 def registered_plan(out_dir: Path) -> Plan:
-    """The plan frozen in the output folder."""
+    """The plan frozen in the output folder (parsed once per process: every run task asks)."""
     path = out_dir / "plan.yaml"
-    return parse_plan(parse_yaml(path.read_text(encoding="utf-8"), str(path)), str(path))
+    return _parsed_plan(path.read_text(encoding="utf-8"), str(path))
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_plan(text: str, source: str) -> Plan:
+    return parse_plan(parse_yaml(text, source), source)
 
 
 def save_record(out_dir: Path, record: RunRecord) -> None:

@@ -20,8 +20,21 @@ _LOCK = threading.Lock()
 
 @contextmanager
 def open_slots(key: str, slots: list[SlotSpec]) -> Iterator[SlotPool[SlotWorker]]:
-    """Start a worker per slot (lazily, on first use), and stop them all at the end."""
+    """Start a worker per slot now, and stop them all at the end.
+
+    Workers start at once (not at their first run) so their torch import overlaps whatever
+    the campaign does meanwhile. Opened again for the same key (the CLI opens the slots
+    before Prefect's server starts; the flow opens them too), the open pool is reused and
+    the outer opener closes it.
+    """
+    with _LOCK:
+        existing = _RUNTIMES.get(key)
+    if existing is not None:
+        yield existing
+        return
     pool = SlotPool([SlotWorker(slot) for slot in slots])
+    for worker in pool.slots:
+        worker.start()
     with _LOCK:
         _RUNTIMES[key] = pool
     try:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import queue
+import shutil
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,8 +44,19 @@ class SlotSpec:
         return "cuda:0" if self.device.startswith("cuda:") else "cpu"
 
 
+def _nvidia_driver_present() -> bool:
+    """Whether an NVIDIA driver is visible, without importing torch (seconds on a CPU box)."""
+    return (
+        os.path.exists("/proc/driver/nvidia")
+        or os.path.exists("/dev/nvidiactl")
+        or shutil.which("nvidia-smi") is not None
+    )
+
+
 def cuda_device_count() -> int:
-    """CUDA devices visible to this process (0 without torch or without CUDA)."""
+    """CUDA devices visible to this process (0 without torch, a driver or CUDA)."""
+    if "torch" not in sys.modules and not _nvidia_driver_present():
+        return 0
     try:
         import torch
     except ImportError:

@@ -121,8 +121,19 @@ def run_id(
     return f"{slug}-s{seed}-{digest}"
 
 
+_PLANNED: dict[str, tuple[PlannedRun, ...]] = {}
+"""Runs by plan hash: a campaign asks for its runs once per task, the answer never changes."""
+
+
 def planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
     """Every registered run: the pilot's first, then the main phase (every variant x seed)."""
+    known = _PLANNED.get(plan_hash)
+    if known is None:
+        known = _PLANNED[plan_hash] = tuple(_planned_runs(plan, plan_hash))
+    return list(known)
+
+
+def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
     all_variants = variants(plan)
     pilot_names = set(
         plan.pilot.variants or [v.name for v in all_variants if v.category == "essential"]

@@ -54,6 +54,14 @@ class SlotWorker:
         self._lock = threading.Lock()
         self.restarts = 0
 
+    def start(self) -> None:
+        """Start the worker process unless it runs (returns at once; the child imports torch)."""
+        with self._lock:
+            if self._process is None or not self._process.is_alive():
+                if self._process is not None:
+                    self.restarts += 1
+                self._start()
+
     def _start(self) -> None:
         context = mp.get_context("spawn")
         parent, child = context.Pipe()
