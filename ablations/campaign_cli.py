@@ -35,6 +35,15 @@ def add_campaign_parsers(sub: Any) -> None:
     p.add_argument("--name", default="ablate", help="deployment name")
     p = sub.add_parser("report", help="rebuild REPORT.md and its plots from an output folder")
     p.add_argument("out_dir", type=Path)
+    p = sub.add_parser("verify", help="check every artifact of an output folder, reloading each")
+    p.add_argument("out_dir", type=Path)
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=1e-6,
+        help="absolute tolerance of a re-evaluated metric (CPU-trained runs; default 1e-6)",
+    )
+    p.add_argument("--skip-store", action="store_true", help="do not open the checkpoint store")
 
 
 @command("run")
@@ -91,3 +100,10 @@ def report_cli(args: argparse.Namespace) -> int:
     from ablations.report.from_folder import report_command
 
     return report_command(args.out_dir)
+
+
+@command("verify")
+def verify_cli(args: argparse.Namespace) -> int:
+    from ablations.verify import verify_command
+
+    return verify_command(args)

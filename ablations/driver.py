@@ -16,6 +16,7 @@ drives two loops with them (advance, save, advance; resume, advance) and compare
 from __future__ import annotations
 
 import csv
+import io
 import os
 import random
 import statistics
@@ -258,17 +259,19 @@ def execute(
         except Exception as exc:
             error = error or _error(exc)
         timings.checkpoint += time.perf_counter() - closing
-    artifacts: dict[str, str] = {}
-    if spec.out_dir is not None and loop is not None:
-        exporting = time.perf_counter()
-        try:
-            artifacts = export_run(Path(spec.out_dir), spec.run_id, loop)
-        except Exception as exc:
-            error = error or _error(exc)
-        timings.export += time.perf_counter() - exporting
     history = loop.history if loop is not None else RunHistory()
     metrics = dict(history.evaluations[-1]) if history.evaluations else {}
     metrics.pop("step", None)
+    artifacts: dict[str, str] = {}
+    if spec.out_dir is not None and loop is not None:
+        exporting = time.perf_counter()
+        # Only an accepted run's weights are a result worth keeping beside the report.
+        keep_model = _status(spec, stop, error, metrics) == "accepted"
+        try:
+            artifacts = export_run(Path(spec.out_dir), spec.run_id, loop, model=keep_model)
+        except Exception as exc:
+            error = error or _error(exc)
+        timings.export += time.perf_counter() - exporting
     record = RunRecord(
         run_id=spec.run_id,
         variant=spec.variant,
@@ -329,8 +332,12 @@ def _device_of(loop: RunLoop) -> str:
     return str(parameter.device if parameter is not None else loop.device)
 
 
-def export_run(out_dir: Path, run_id: str, loop: RunLoop) -> dict[str, str]:
-    """Write the run's step losses, evaluations and final predictions; kind -> relative path."""
+def export_run(out_dir: Path, run_id: str, loop: RunLoop, *, model: bool = False) -> dict[str, str]:
+    """Write the run's step losses, evaluations and final predictions; kind -> relative path.
+
+    With `model`, also the final weights as `models/<run_id>.pt`: the model's `state_dict`
+    on the CPU and nothing else, so `torch.load(weights_only=True)` reads it and the folder
+    re-evaluates on its own after the checkpoint store is pruned or gone."""
     if Path(run_id).name != run_id or run_id.startswith("."):
         raise ValueError(f"run id {run_id!r} is not a plain file name")
     history = loop.history
@@ -344,7 +351,24 @@ def export_run(out_dir: Path, run_id: str, loop: RunLoop) -> dict[str, str]:
         files["predictions"] = f"predictions/{run_id}.csv"
         columns = zip(predictions.ids, predictions.labels, predictions.predicted, strict=True)
         _write_csv(out_dir / files["predictions"], ["input_id", "label", "predicted"], columns)
+    if model:
+        files["model"] = f"models/{run_id}.pt"
+        weights = {k: v.detach().cpu() for k, v in loop.workload.model.state_dict().items()}
+        buffer = io.BytesIO()
+        torch.save(weights, buffer)
+        _write_bytes(out_dir / files["model"], buffer.getvalue())
     return files
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Write through a temporary file beside `path`, then rename (as `_write_csv`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
 
 
 def _write_csv(path: Path, header: list[str], rows: Iterable[Iterable[object]]) -> None:

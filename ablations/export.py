@@ -1,7 +1,20 @@
-"""The output folder's index files: manifest.json and runs.csv, from the completion records."""
+"""The output folder's index files: manifest.json and runs.csv, from the completion records.
+
+Write order (so a reader never trusts a half-written folder): the runs' own files and
+completion records exist first; then the ledger, runs.csv, the report and RELOAD.md; the
+manifest, which hashes all of them, is written last and atomically. The report is rebuilt
+from the manifest, so a first manifest without the `files` list is written before it; a
+manifest without `files` is an export that did not finish (`ablate verify` says so).
+
+What is hashed: every file that is final once the manifest is written (per run: its record,
+metrics, predictions and final model; per campaign: plan.yaml, the state files, runs.csv,
+REPORT.md, its plots, RELOAD.md). Not hashed: the ledger (`ledger.db`), since SQLite may
+rewrite pages whenever it is opened; `ablate verify` checks it by content instead.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import subprocess
@@ -20,12 +33,30 @@ from ablations.campaign_phases import (
     GATE,
     PREFLIGHT,
     PROJECTION,
+    REFRAME_DRAFT,
     registered_runs,
     registration_of,
 )
-from ablations.campaign_state import atomic_write_text, load_json, load_records
-from ablations.ledger import LEDGER_URL, open_ledger, record_run
+from ablations.campaign_state import RECORDS, atomic_write_text, load_json, load_records
+from ablations.credentials import redact_url
+from ablations.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_run
+from ablations.reload_doc import RELOAD_FILE, reload_markdown
+from ablations.report.build import REPORT_FILE
 from ablations.report.from_folder import rebuild_report
+from ablations.report.plots import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
+from ablations.verify import DEFAULT_TOLERANCE, REEVALUATION_DEVICE
+
+MANIFEST_FORMAT = 2
+"""2: per-run `artifacts` are lists of {kind, path, sha256, bytes}; campaign `files` likewise."""
+STATE_FILES = (
+    ("plan", "plan.yaml"),
+    ("state", "registration.json"),
+    ("state", "projection.json"),
+    ("state", PREFLIGHT),
+    ("state", GATE),
+    ("state", REFRAME_DRAFT),
+)
+"""Campaign files that are final before the export starts (absent ones are skipped)."""
 
 RUN_COLUMNS = [
     "run_id",
@@ -47,6 +78,8 @@ RUN_COLUMNS = [
     "started_at",
     "ended_at",
     "seconds",
+    "checkpoint_uri",
+    "model",
 ]
 
 
@@ -86,8 +119,24 @@ def environment() -> dict[str, Any]:
     }
 
 
+def file_entry(out_dir: Path, kind: str, relative: str) -> dict[str, Any]:
+    """{kind, path, sha256, bytes} of one file in the folder (sha256 None: it is missing)."""
+    path = out_dir / relative
+    digest, size = None, None
+    if path.is_file():
+        sha = hashlib.sha256()
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                sha.update(chunk)
+        digest, size = sha.hexdigest(), path.stat().st_size
+    return {"kind": kind, "path": relative, "sha256": digest, "bytes": size}
+
+
 def run_rows(out_dir: Path) -> list[dict[str, Any]]:
-    """One merged row per registered run: what was planned plus what happened."""
+    """One merged row per registered run: what was planned plus what happened.
+
+    A finished run's `artifacts` are its completion record and the files the record names,
+    each with its sha256 and size; its checkpoint URI is stored without any credentials."""
     records = load_records(out_dir)
     rows = []
     for planned in registered_runs(out_dir):
@@ -99,8 +148,24 @@ def run_rows(out_dir: Path) -> list[dict[str, Any]]:
             row.update(
                 record.model_dump(mode="json", exclude={"variant", "seed", "category", "phase"})
             )
+            if row["checkpoint"]["uri"] is not None:
+                row["checkpoint"]["uri"] = redact_url(row["checkpoint"]["uri"])
+            named = [("record", f"{RECORDS}/{record.run_id}.json"), *record.artifacts.items()]
+            row["artifacts"] = [file_entry(out_dir, kind, path) for kind, path in named]
         rows.append(row)
     return rows
+
+
+def campaign_files(out_dir: Path) -> list[dict[str, Any]]:
+    """The hashed campaign-level files that exist (see the module docstring)."""
+    named = [
+        *STATE_FILES,
+        ("runs", "runs.csv"),
+        ("report", REPORT_FILE),
+        *(("plot", name) for name in (EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG)),
+        ("reload", RELOAD_FILE),
+    ]
+    return [file_entry(out_dir, kind, path) for kind, path in named if (out_dir / path).is_file()]
 
 
 def _flat(row: dict[str, Any], metric: str) -> dict[str, Any]:
@@ -132,6 +197,10 @@ def _flat(row: dict[str, Any], metric: str) -> dict[str, Any]:
         "error": f"{error['type']}: {error['message']}" if error else None,
         "metric": (row.get("metrics") or {}).get(metric),
         "seconds": round(ended - started, 3) if started and ended else None,
+        "checkpoint_uri": (row.get("checkpoint") or {}).get("uri"),
+        "model": next(
+            (a["path"] for a in row.get("artifacts") or [] if a["kind"] == "model"), None
+        ),
     }
 
 
@@ -162,14 +231,26 @@ def write_outputs(out_dir: Path, extra: dict[str, Any] | None = None) -> Path:
             "planned_vs_realized": pvr.model_dump(mode="json"),
             "planned_vs_realized_markdown": planned_vs_realized_markdown(pvr),
         }
+    store = plan.checkpoint
     manifest = {
+        "manifest_format": MANIFEST_FORMAT,
         "campaign_id": registration.campaign_id,
         "plan_hash": registration.plan_hash,
         "ledger_url": LEDGER_URL,
         "ledger_study": registration.campaign_id,
+        "ledger_file": LEDGER_FILE,
         "question": plan.campaign.question,
         "code_version": code_version(),
         "environment": environment(),
+        "checkpoint_store": {
+            "url": redact_url(store.store),
+            "endpoint_url": redact_url(store.endpoint_url) if store.endpoint_url else None,
+        },
+        "verify": {
+            "command": "ablate verify DIR",
+            "device": REEVALUATION_DEVICE,
+            "tolerance": DEFAULT_TOLERANCE,
+        },
         "preflight": load_json(out_dir, PREFLIGHT),
         "gate": gate,
         "budget": budget,
@@ -180,8 +261,12 @@ def write_outputs(out_dir: Path, extra: dict[str, Any] | None = None) -> Path:
     frame = pd.DataFrame([_flat(r, plan.metric.name) for r in rows], columns=RUN_COLUMNS)
     atomic_write_text(out_dir / "runs.csv", frame.to_csv(index=False))
     path = out_dir / "manifest.json"
+    # First without `files`: the report is rebuilt from the manifest (it ignores `files`).
     atomic_write_text(path, json.dumps(manifest, indent=2, default=str))
     rebuild_report(out_dir)
+    atomic_write_text(out_dir / RELOAD_FILE, reload_markdown(manifest, plan))
+    manifest["files"] = campaign_files(out_dir)
+    atomic_write_text(path, json.dumps(manifest, indent=2, default=str))
     return path
 
 

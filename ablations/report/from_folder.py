@@ -34,6 +34,10 @@ def run_from_row(row: dict[str, Any]) -> ReportRun:
     if row.get("status") in (None, "pending"):
         return ReportRun(planned=planned)
     fields = {k: row[k] for k in RunRecord.model_fields if k in row and row[k] is not None}
+    if isinstance(fields.get("artifacts"), list):  # manifest format 2: hashed entries
+        fields["artifacts"] = {
+            a["kind"]: a["path"] for a in fields["artifacts"] if a["kind"] != "record"
+        }
     return ReportRun(planned=planned, record=RunRecord.model_validate(fields))
 
 

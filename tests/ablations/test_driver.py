@@ -111,7 +111,9 @@ def test_export_writes_steps_evals_and_predictions(tmp_path: Path) -> None:
         "steps": f"metrics/{spec.run_id}.steps.csv",
         "evals": f"metrics/{spec.run_id}.evals.csv",
         "predictions": f"predictions/{spec.run_id}.csv",
+        "model": f"models/{spec.run_id}.pt",  # accepted: its final weights are kept
     }
+    assert record.status == "accepted"
     assert record.timings.export > 0
     steps = list(csv.DictReader((tmp_path / record.artifacts["steps"]).open()))
     assert [int(r["step"]) for r in steps] == list(range(1, 101))

@@ -1,0 +1,300 @@
+"""The output folder of a real campaign (S3 checkpoints on loopback): contract, RELOAD.md,
+`ablate verify` in a fresh process, tampering named, and no planted credential anywhere.
+
+One campaign runs per module (`ablate run` in a subprocess, ephemeral Prefect, like a user);
+every test reads it or a copy of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import torch
+
+from ablations.verify import verify_folder
+from tests.ablations.test_ledger import assert_ledger_matches_manifest
+from tests.conftest import ROOT
+from tests.flows.conftest import TINY_PLAN, plan_text
+from tests.s3_server import BUCKET
+
+pytestmark = pytest.mark.slow
+
+PLANTED = {
+    "AWS_ACCESS_KEY_ID": "AKIAPLANTEDKEY000001",
+    "AWS_SECRET_ACCESS_KEY": "planted-secret-ablate-0f9e8d7c6b5a",
+    "AWS_SESSION_TOKEN": "planted-session-token-ablate-1a2b3c4d",
+}
+"""Dummy S3 credentials the campaign runs with (moto accepts any): none may appear anywhere."""
+
+
+@dataclass(frozen=True)
+class Campaign:
+    out: Path
+    log: str
+    prefect_home: Path
+
+
+def _env(prefect_home: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PREFECT_API_URL", None)  # ephemeral mode, as a user runs it
+    env["PREFECT_HOME"] = str(prefect_home)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.update(extra)
+    return env
+
+
+def _verify_cli(folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "ablations.cli", "verify", str(folder)]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Campaign:
+    root = tmp_path_factory.mktemp("output-folder")
+    data: dict[str, Any] = json.loads(json.dumps(TINY_PLAN))
+    data["checkpoint"] = {
+        "store": f"s3://{BUCKET}/folder-{uuid.uuid4().hex[:8]}",
+        "endpoint_url": s3_endpoint,
+        "interval": {"steps": 15},  # not a divisor of 40: the last checkpoint is not final
+    }
+    plan = root / "plan.yaml"
+    plan.write_text(plan_text(data))
+    out = root / "out"
+    home = root / "prefect-home"
+    command = [sys.executable, "-m", "ablations.cli", "run", str(plan), "--out", str(out)]
+    result = subprocess.run(
+        command, cwd=ROOT, env=_env(home, **PLANTED), capture_output=True, text=True, timeout=400
+    )
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log
+    return Campaign(out=out, log=log, prefect_home=home)
+
+
+def test_verify_passes_in_a_fresh_process(campaign: Campaign) -> None:
+    result = _verify_cli(campaign.out, _env(campaign.prefect_home))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "final models re-evaluated on the cpu within 1e-06" in result.stdout
+
+
+def test_manifest_holds_the_contract(campaign: Campaign) -> None:
+    out = campaign.out
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["campaign_id"] == "tiny" and len(manifest["plan_hash"]) == 64
+    assert manifest["code_version"]["package"] and manifest["code_version"]["git_commit"]
+    env = manifest["environment"]
+    assert {"python", "torch", "prefect", "cuda", "devices"} <= env.keys()
+    assert manifest["ledger_url"] == "sqlite:///ledger.db" and manifest["gate"]["decision"]
+    assert manifest["budget"]
+    assert manifest["checkpoint_store"]["url"].startswith(f"s3://{BUCKET}/")
+    text = (out / "manifest.json").read_text()
+    assert str(out) not in text and "/tmp/tmp" not in text  # relocatable, nothing temporary
+    runs = manifest["runs"]
+    assert {r["status"] for r in runs} >= {"accepted", "stopped"}
+    for row in runs:
+        for key in ("run_id", "variant", "seed", "category", "phase", "status", "stop"):
+            assert key in row, key
+        record = json.loads((out / "records" / f"{row['run_id']}.json").read_text())
+        assert record["status"] == row["status"]  # a finished run is known from its record
+        for entry in row["artifacts"]:
+            data = (out / entry["path"]).read_bytes()
+            assert (len(data), hashlib.sha256(data).hexdigest()) == (
+                entry["bytes"],
+                entry["sha256"],
+            )
+        if row["status"] == "accepted":
+            model = next(a["path"] for a in row["artifacts"] if a["kind"] == "model")
+            weights = torch.load(out / model, weights_only=True)
+            assert weights and all(isinstance(v, torch.Tensor) for v in weights.values())
+            uri = row["checkpoint"]["uri"]
+            assert re.fullmatch(rf"s3://{BUCKET}/folder-\w+/tiny/{row['run_id']}/step-\d{{8}}", uri)
+    listed = {f["path"] for f in manifest["files"]}
+    assert {"plan.yaml", "runs.csv", "REPORT.md", "RELOAD.md", "timeline.png"} <= listed
+    frame = pd.read_csv(out / "runs.csv")
+    assert set(frame["run_id"]) == {r["run_id"] for r in runs}
+    assert_ledger_matches_manifest(out)
+
+
+def test_no_planted_credential_in_the_folder_or_the_logs(campaign: Campaign) -> None:
+    secrets = [value.encode() for value in PLANTED.values()]
+    places = [*campaign.out.rglob("*"), *campaign.prefect_home.rglob("*")]
+    files = [p for p in places if p.is_file()]
+    assert any(p.name == "ledger.db" for p in files) and any(p.suffix == ".pt" for p in files)
+    for path in files:
+        data = path.read_bytes()
+        assert not [s for s in secrets if s in data], path
+    assert not [s for s in PLANTED.values() if s in campaign.log]
+
+
+def _sh_blocks(markdown: str) -> list[str]:
+    return re.findall(r"```sh\n(.*?)\n```", markdown, flags=re.DOTALL)
+
+
+def test_reload_commands_work_as_written_in_a_moved_folder(
+    campaign: Campaign, tmp_path: Path
+) -> None:
+    moved = tmp_path / "moved"
+    shutil.copytree(campaign.out, moved)
+    blocks = _sh_blocks((moved / "RELOAD.md").read_text())
+    joined = "\n".join(blocks)
+    for needle in (
+        "runs.csv",
+        "manifest.json",
+        "load_study",
+        "models/",
+        "state.pt",
+        "predictions/",
+    ):
+        assert needle in joined, needle
+    for block in blocks:
+        result = subprocess.run(
+            ["bash", "-c", block],
+            cwd=moved,
+            env=_env(campaign.prefect_home),
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert result.returncode == 0, f"{block}\n{result.stdout}\n{result.stderr}"
+    assert "re-evaluated" in joined
+
+
+# -- tampering: each change alone makes verify fail, naming the file ----------------------
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    return dict(json.loads((folder / "manifest.json").read_text()))
+
+
+def _save(folder: Path, manifest: dict[str, Any]) -> None:
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
+
+
+def _accepted(folder: Path, kind: str, index: int = 0) -> tuple[str, str]:
+    rows = [r for r in _manifest(folder)["runs"] if r["status"] == "accepted"]
+    row = rows[index]
+    return row["run_id"], next(a["path"] for a in row["artifacts"] if a["kind"] == kind)
+
+
+def _flip_byte(folder: Path) -> str:
+    _, path = _accepted(folder, "predictions")
+    data = bytearray((folder / path).read_bytes())
+    data[-2] ^= 1  # a predicted label changes by one bit; the CSV still parses
+    (folder / path).write_bytes(bytes(data))
+    return f"{path}: sha256 differs"
+
+
+def _delete(folder: Path) -> str:
+    _, path = _accepted(folder, "steps")
+    (folder / path).unlink()
+    return f"{path}: missing"
+
+
+def _empty(folder: Path) -> str:
+    _, path = _accepted(folder, "model")
+    (folder / path).write_bytes(b"")
+    return f"{path}: is empty"
+
+
+def _point_uri_elsewhere(folder: Path) -> str:
+    manifest = _manifest(folder)
+    rows = [r for r in manifest["runs"] if r["checkpoint"]["uri"]]
+    rows[0]["checkpoint"]["uri"] = rows[1]["checkpoint"]["uri"]  # another run's checkpoint
+    _save(folder, manifest)
+    return f"manifest.json: checkpoint URI of run {rows[0]['run_id']} points elsewhere"
+
+
+def _point_uri_at_a_missing_step(folder: Path) -> str:
+    manifest = _manifest(folder)
+    row = next(r for r in manifest["runs"] if r["checkpoint"]["uri"])
+    uri = re.sub(r"step-\d{8}$", "step-99999999", row["checkpoint"]["uri"])
+    row["checkpoint"]["uri"] = uri
+    _save(folder, manifest)
+    return f"{uri}: RefusedCheckpoint"  # the store is opened: no commit record there
+
+
+def _drop_a_run(folder: Path) -> str:
+    manifest = _manifest(folder)
+    row = next(r for r in manifest["runs"] if r["status"] == "accepted" and r["phase"] == "main")
+    manifest["runs"].remove(row)
+    _save(folder, manifest)
+    for entry in row["artifacts"]:
+        (folder / entry["path"]).unlink()
+    return f"manifest.json: registered run {row['run_id']} has no row"
+
+
+def _retrained_weights(folder: Path) -> str:
+    """Weights that load but are not the run's: only the re-evaluation can tell."""
+    run_id, path = _accepted(folder, "model")
+    weights = torch.load(folder / path, weights_only=True)
+    torch.save({k: torch.zeros_like(v) for k, v in weights.items()}, folder / path)
+    manifest = _manifest(folder)
+    row = next(r for r in manifest["runs"] if r["run_id"] == run_id)
+    entry = next(a for a in row["artifacts"] if a["kind"] == "model")
+    data = (folder / path).read_bytes()
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+    _save(folder, manifest)
+    return f"{path}: re-evaluates to accuracy"
+
+
+def _record_disagrees(folder: Path) -> str:
+    run_id, _ = _accepted(folder, "model")
+    path = folder / "records" / f"{run_id}.json"
+    record = json.loads(path.read_text())
+    record["status"] = "rejected"
+    path.write_text(json.dumps(record))
+    return f"records/{run_id}.json: status is 'rejected', manifest.json says 'accepted'"
+
+
+def _plant_a_credential(folder: Path) -> str:
+    with (folder / "REPORT.md").open("a") as handle:
+        handle.write(f"\nendpoint https://{PLANTED['AWS_ACCESS_KEY_ID']}@example.com\n")
+    return "REPORT.md: holds a credential: an AWS access key id"
+
+
+TAMPERS: list[Callable[[Path], str]] = [
+    _flip_byte,
+    _delete,
+    _empty,
+    _point_uri_elsewhere,
+    _point_uri_at_a_missing_step,
+    _drop_a_run,
+    _retrained_weights,
+    _record_disagrees,
+    _plant_a_credential,
+]
+
+
+@pytest.mark.parametrize("tamper", TAMPERS, ids=[t.__name__.strip("_") for t in TAMPERS])
+def test_each_tampering_fails_verify_naming_it(
+    campaign: Campaign, tmp_path: Path, tamper: Callable[[Path], str]
+) -> None:
+    folder = tmp_path / "copy"
+    shutil.copytree(campaign.out, folder)
+    expected = tamper(folder)
+    lines = [str(p) for p in verify_folder(folder).problems]
+    assert any(line.startswith(expected) for line in lines), "\n".join(lines)
+
+
+def test_the_cli_exits_1_with_one_line_per_problem(campaign: Campaign, tmp_path: Path) -> None:
+    folder = tmp_path / "copy"
+    shutil.copytree(campaign.out, folder)
+    expected = [_flip_byte(folder), _delete(folder)]
+    result = _verify_cli(folder, _env(campaign.prefect_home))
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2, lines
+    assert all(any(line.startswith(e) for line in lines) for e in expected), lines
+    assert "2 problem(s)" in result.stderr
