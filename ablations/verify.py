@@ -272,7 +272,7 @@ def _check_records(out_dir: Path, rows: dict[str, dict[str, Any]], found: Verifi
                 Problem(name, f"checkpoint URI {uri} differs from manifest.json's")
             )
         listed = {a.get("kind"): a.get("path") for a in _entries(row) if a.get("kind") != "record"}
-        if listed != record.artifacts:
+        if isinstance(row.get("artifacts"), list) and listed != record.artifacts:
             found.problems.append(
                 Problem(name, f"artifacts {record.artifacts} differ from manifest.json's {listed}")
             )
