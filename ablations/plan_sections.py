@@ -27,6 +27,10 @@ _CAMPAIGN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _ENTRY_POINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _DEVICE = re.compile(r"^(cpu(:\d+)?|cuda:\d+)$")
 STORE_SCHEMES = ("file", "memory", "s3")
+_NO_CREDENTIALS = (
+    "must not embed credentials (user:secret@); the plan is copied into the output folder. "
+    "Give S3 keys through the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+)
 
 
 class Section(BaseModel):
@@ -304,9 +308,20 @@ class CheckpointSection(Section):
             raise ValueError("must be 'auto', {steps: N} or {seconds: S}")
         return value
 
+    @field_validator("endpoint_url")
+    @classmethod
+    def _endpoint_without_credentials(cls, value: str | None) -> str | None:
+        if value is not None and "@" in value.partition("://")[2].split("/")[0]:
+            raise ValueError(_NO_CREDENTIALS)
+        if value is not None and not re.match(r"^https?://[^/]+", value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
     @field_validator("store")
     @classmethod
     def _store_url(cls, value: str) -> str:
+        if "@" in value.partition("://")[2].split("/")[0]:
+            raise ValueError(_NO_CREDENTIALS)
         scheme, sep, rest = value.partition("://")
         if not sep or scheme not in STORE_SCHEMES:
             raise ValueError(f"must be a URL starting with one of {', '.join(STORE_SCHEMES)}://")

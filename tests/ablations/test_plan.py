@@ -66,6 +66,16 @@ def test_demo_plan_loads_with_defaults() -> None:
         ),
         (lambda d: d["checkpoint"].update(store="s3://"), "checkpoint.store", "needs a path"),
         (lambda d: d["checkpoint"].update(store="/no/scheme"), "checkpoint.store", "URL"),
+        (
+            lambda d: d["checkpoint"].update(store="s3://AKIA:secret@bucket/x"),
+            "checkpoint.store",
+            "must not embed credentials",
+        ),
+        (
+            lambda d: d["checkpoint"].update(endpoint_url="http://key:secret@127.0.0.1:9000"),
+            "checkpoint.endpoint_url",
+            "must not embed credentials",
+        ),
         (lambda d: d["resources"].update(devices=["gpu0"]), "resources.devices", "unknown device"),
         (
             lambda d: d["resources"].update(devices=["cuda:0", "cuda:0"]),
