@@ -31,6 +31,18 @@ def add_campaign_parsers(sub: Any) -> None:
         default=None,
         help="override resources.devices: auto, a number of CPU slots, or cuda:0,cuda:1",
     )
+    p.add_argument(
+        "--pool",
+        default=None,
+        help="run each run on this Prefect work pool's workers (deployment variant/POOL); "
+        "--devices then counts the pool's devices",
+    )
+    p.add_argument(
+        "--heartbeat-timeout",
+        type=float,
+        default=120.0,
+        help="with --pool: seconds without a heartbeat before a run's host is presumed lost",
+    )
     p = sub.add_parser("serve", help="serve the campaign as a deployment for the Prefect UI")
     p.add_argument("--name", default="ablate", help="deployment name")
     p = sub.add_parser("report", help="rebuild REPORT.md and its plots from an output folder")
@@ -54,7 +66,13 @@ def run_command(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)  # bad input exits 2 here, before any work starts
     out_dir = (args.out or Path("runs") / plan.campaign.id).resolve()
     existing_registration(plan, out_dir)  # a conflicting folder is refused before Prefect starts
-    slots = plan_slots(plan.resources, args.devices)
+    if args.pool is None:
+        slots = plan_slots(plan.resources, args.devices)
+    else:  # the runs go to the pool's hosts: nothing about this machine's devices matters
+        from ablations.remote_runs import PoolSettings, pool_slots, require_shared_store
+
+        require_shared_store(plan.checkpoint)
+        slots = pool_slots(PoolSettings(args.pool), plan.resources, args.devices)
 
     from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -64,7 +82,12 @@ def run_command(args: argparse.Namespace) -> int:
         task_runner=ThreadPoolTaskRunner(max_workers=len(slots))  # type: ignore[arg-type]
     )
     manifest_path = campaign(
-        plan_path=str(args.plan), out_dir=str(out_dir), gate=args.gate, devices=args.devices
+        plan_path=str(args.plan),
+        out_dir=str(out_dir),
+        gate=args.gate,
+        devices=args.devices,
+        pool=args.pool,
+        heartbeat_timeout_s=args.heartbeat_timeout,
     )
     manifest = json.loads(Path(manifest_path).read_text())
     _print_outcome(manifest, out_dir)

@@ -7,6 +7,7 @@ records/<run_id>.json, gate.json) and only does the work when it is missing.
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import yaml
@@ -25,9 +26,11 @@ from ablations.campaign_state import (
 from ablations.errors import AblationError
 from ablations.gate import GateDecision, auto_decision
 from ablations.records import PreflightReport, RunRecord
+from ablations.remote_runs import RemoteRunner, pool_for
 from ablations.run_specs import spec_for
 from ablations.slot_runtime import slots_for
 from ablations.variants import CONTROL, PlannedRun, planned_runs
+from ablations.worker import SlotWorker
 
 PREFLIGHT, GATE, REFRAME_DRAFT = "preflight.json", "gate.json", "reframe-draft.yaml"
 PROJECTION = "projection.json"
@@ -63,6 +66,12 @@ def registered_projection(out_dir: Path, slots: int) -> Projection:
     return projection
 
 
+def _slot(out_dir: Path) -> AbstractContextManager[SlotWorker | RemoteRunner]:
+    """A leased local slot, or the work pool when the campaign runs on one (`--pool`)."""
+    remote = pool_for(str(out_dir))
+    return nullcontext(remote) if remote is not None else slots_for(str(out_dir)).lease()
+
+
 def preflight_once(out_dir: Path) -> PreflightReport:
     """The data and restart checks on the control's pilot spec, run once per campaign."""
     known = load_json(out_dir, PREFLIGHT)
@@ -75,7 +84,7 @@ def preflight_once(out_dir: Path) -> PreflightReport:
     spec = spec_for(plan, registration, control).model_copy(
         update={"run_id": f"preflight-{control.run_id}", "out_dir": None}
     )
-    with slots_for(str(out_dir)).lease() as worker:
+    with _slot(out_dir) as worker:
         report = worker.preflight(spec, plan.workload.expected_inputs)
     save_json(out_dir, PREFLIGHT, report)
     return report
@@ -92,7 +101,7 @@ def execute_registered_run(out_dir: Path, run_id: str) -> RunRecord:
     if run is None:
         raise AblationError(f"run {run_id!r} is not registered in {out_dir}")
     spec = spec_for(plan, registration, run)
-    with slots_for(str(out_dir)).lease() as worker:
+    with _slot(out_dir) as worker:
         record = worker.run(spec)
     save_record(out_dir, record)
     return record

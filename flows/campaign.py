@@ -29,6 +29,7 @@ from ablations.gate import GateDecision, apply_answer
 from ablations.plan_io import read_plan_text
 from ablations.progress import say
 from ablations.records import RunRecord
+from ablations.remote_runs import PoolSettings, open_pool, pool_slots, require_shared_store
 from ablations.slot_runtime import open_slots
 from ablations.slots import plan_slots
 from ablations.variants import PlannedRun
@@ -157,8 +158,13 @@ def ablation_campaign(
     out_dir: str = "ablate-out",
     gate: Literal["auto", "ui"] | None = None,
     devices: str | None = None,
+    pool: str | None = None,
+    heartbeat_timeout_s: float = 120.0,
 ) -> str:
-    """Run an ablation campaign from a plan file (or inline YAML) into an output folder."""
+    """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
+
+    With `pool`, every run is a flow run of the `variant/<pool>` deployment on that work
+    pool's workers, and `devices` counts the pool's devices (default: its online workers)."""
     if plan_yaml is None:
         if plan_path is None:
             raise ValueError("give plan_path or plan_yaml")
@@ -166,7 +172,15 @@ def ablation_campaign(
     registration = register_campaign(plan_yaml, out_dir, plan_path or "inline plan")
     folder = registration.out_dir
     plan = registered_plan(Path(folder))
-    slots = plan_slots(plan.resources, devices)
+    remote = None
+    if pool is not None:
+        require_shared_store(plan.checkpoint)
+        remote = PoolSettings(pool, heartbeat_timeout_s=heartbeat_timeout_s)
+    slots = (
+        plan_slots(plan.resources, devices)
+        if remote is None
+        else pool_slots(remote, plan.resources, devices)
+    )
     project_campaign(folder, len(slots))
     pilot, main = phase_runs(Path(folder), "pilot"), phase_runs(Path(folder), "main")
     total = len(pilot) + len(main)
@@ -179,7 +193,7 @@ def ablation_campaign(
         progress=0.0, key="campaign-progress", description="Runs finished"
     )
     done = [0]
-    with open_slots(folder, slots):
+    with open_slots(folder, [] if remote else slots), open_pool(folder, remote):
         say("preflight: data check and restart check")
         preflight = run_preflight(folder)
         say(f"preflight: {'passed' if preflight.passed else 'FAILED'}")

@@ -1,0 +1,37 @@
+"""The `variant` flow: one run (or the preflight) on a slot of the worker's host.
+
+Deployed on a process work pool by prefect.yaml as `variant/<pool>`; `ablate run --pool`
+submits it once per run (ablations/remote_runs.py). Each flow run is its own process on the
+host of the worker that picked it up, and leases one of that host's slots there.
+"""
+
+import json
+from typing import Any, Literal
+
+from prefect import flow
+from prefect.runtime import flow_run
+
+from ablations.records import RunSpec
+from ablations.remote_runs import run_on_host
+
+
+def _run_name() -> str:
+    params = flow_run.parameters
+    spec = params.get("spec") or {}
+    if isinstance(spec, RunSpec):
+        spec = spec.model_dump()
+    if params.get("kind") == "preflight":
+        return f"preflight ({spec.get('campaign_id')})"
+    return f"{spec.get('variant')} seed {spec.get('seed')} ({spec.get('phase')})"
+
+
+@flow(name="variant", flow_run_name=_run_name, persist_result=False, log_prints=False)
+def variant_run(
+    spec: RunSpec,
+    kind: Literal["run", "preflight"] = "run",
+    expected_inputs: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """Run one registered run on this host; its record also lands next to its checkpoints."""
+    result = run_on_host(spec, kind, expected_inputs, attempt=str(flow_run.get_id()))
+    parsed: dict[str, Any] = json.loads(result)
+    return parsed

@@ -1,0 +1,216 @@
+"""A campaign on a process work pool: a real server, two workers, one killed mid-run.
+
+Everything on loopback: `prefect server start`, the pool and the `variant/gpus` deployment
+from prefect.yaml (`prefect deploy --all`), two `prefect worker start` processes posing as two
+GPU hosts (distinct ABLATE_HOST and lock folders), and the moto S3 server as the shared store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.flows.conftest import plan_text
+from tests.s3_server import BUCKET, free_port
+
+pytestmark = pytest.mark.slow
+
+POOL = "gpus"  # the pool and deployment names in prefect.yaml
+PREFECT = [sys.executable, "-m", "prefect"]
+
+
+def _descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (flow runs start in sessions of their own)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        stack.extend(children.get(current, []))
+    return found
+
+
+def kill_tree(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a process and everything it started, as a host that loses power would."""
+    for pid in _descendants(process.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+class Loopback:
+    """A Prefect server with the pool deployed; workers started on demand."""
+
+    def __init__(self, home: Path, env: dict[str, str]) -> None:
+        self.home, self.env = home, env
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.workers: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, command: list[str], env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
+        with (self.home / log).open("wb") as out:
+            process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
+        self.processes.append(process)
+        return process
+
+    def prefect(self, *args: str) -> None:
+        result = subprocess.run(
+            [*PREFECT, *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    def worker(self, host: str, devices: str) -> None:
+        env = {
+            **self.env,
+            "ABLATE_HOST": host,
+            "ABLATE_DEVICES": devices,
+            "ABLATE_SLOT_DIR": str(self.home / f"slots-{host}"),
+        }
+        command = [*PREFECT, "worker", "start", "--pool", POOL, "--limit", "1", "--name", host]
+        self.workers[host] = self.start(command, env, f"worker-{host}.log")
+
+    def log(self, name: str) -> str:
+        return (self.home / name).read_text(errors="replace")
+
+
+@pytest.fixture
+def loopback(tmp_path: Path, s3_endpoint: str) -> Iterator[Loopback]:
+    """Server on a free port with a fresh database; every process killed at teardown."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env.update(
+        PREFECT_HOME=str(tmp_path / "prefect-home"),
+        PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        DO_NOT_TRACK="1",
+        PREFECT_LOGGING_LEVEL="WARNING",
+        PREFECT_WORKER_QUERY_SECONDS="1",  # default 10: each run would wait that long
+        PYTHONPATH=str(ROOT),
+    )
+    loop = Loopback(tmp_path, env)
+    try:
+        loop.start(
+            [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            env,
+            "server.log",
+        )
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, loop.log("server.log")[-3000:]
+                time.sleep(0.5)
+        loop.prefect("work-pool", "create", POOL, "--type", "process")
+        loop.prefect("--no-prompt", "deploy", "--all")
+        yield loop
+    finally:
+        for process in reversed(loop.processes):
+            if process.poll() is None:
+                kill_tree(process)
+
+
+def _store_keys(endpoint: str, prefix: str) -> set[str]:
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=endpoint)
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+    return {obj["Key"] for page in pages for obj in page.get("Contents", [])}
+
+
+def _heartbeat(endpoint: str, key: str) -> dict[str, Any]:
+    import boto3
+
+    body = boto3.client("s3", endpoint_url=endpoint).get_object(Bucket=BUCKET, Key=key)["Body"]
+    parsed: dict[str, Any] = json.loads(body.read())
+    return parsed
+
+
+def _wait_for(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(1.0)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def test_runs_land_on_both_workers_and_a_killed_workers_run_resumes_on_the_other(
+    loopback: Loopback, s3_endpoint: str, tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    tiny_plan["factors"] = {"width": {"category": "essential", "levels": [8]}}
+    tiny_plan["seeds"] = [0]
+    # A few seconds of training per main run, committed every 500 steps: a kill lands mid-run.
+    tiny_plan["workload"].update(steps=6000, eval_every=3000)
+    prefix = f"pool-{tmp_path.name}"
+    tiny_plan["checkpoint"] = {
+        "store": f"s3://{BUCKET}/{prefix}",
+        "endpoint_url": s3_endpoint,
+        "interval": {"steps": 500},
+    }
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(plan_text(tiny_plan))
+    out = tmp_path / "out"
+    loopback.worker("host-a", "cpu")
+    loopback.worker("host-b", "cpu")
+    run = ["run", str(plan), "--out", str(out), "--pool", POOL, "--devices", "2"]
+    campaign = loopback.start(
+        [sys.executable, "-m", "ablations.cli", *run, "--heartbeat-timeout", "15"],
+        loopback.env,
+        "campaign.log",
+    )
+
+    def running_main_run() -> tuple[str, str] | None:
+        """A main run with a committed checkpoint and no result yet: (run id, its host)."""
+        keys = _store_keys(s3_endpoint, f"{prefix}/tiny/")
+        for key in sorted(keys):
+            run_id = key.split("/")[2]
+            if run_id.startswith(("pilot-", "preflight-")) or not key.endswith("COMMIT.json"):
+                continue
+            base = f"{prefix}/tiny/{run_id}"
+            if f"{base}/outputs/result.json" not in keys and f"{base}/heartbeat.json" in keys:
+                return run_id, _heartbeat(s3_endpoint, f"{base}/heartbeat.json")["host"]
+        assert campaign.poll() is None, loopback.log("campaign.log")[-4000:]
+        return None
+
+    victim, victim_host = _wait_for(running_main_run, 200, "a main run's first checkpoint")
+    kill_tree(loopback.workers[victim_host])
+    survivor = ({"host-a", "host-b"} - {victim_host}).pop()
+
+    assert campaign.wait(timeout=240) == 0, loopback.log("campaign.log")[-4000:]
+    output = loopback.log("campaign.log")
+    assert "Traceback" not in output, output[-4000:]
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    records = {p.stem: json.loads(p.read_text()) for p in (out / "records").glob("*.json")}
+    assert set(records) == {r["run_id"] for r in manifest["runs"]}
+    assert all(r["status"] in {"accepted", "rejected", "stopped"} for r in manifest["runs"])
+    assert {r["slot"].split("/")[0] for r in records.values()} == {"host-a", "host-b"}
+
+    resumed = records[victim]
+    assert resumed["slot"] == f"{survivor}/cpu#0"
+    assert resumed["checkpoint"]["resumed_from_step"] > 0
+    assert resumed["steps_done"] == 6000
+    for relative in resumed["artifacts"].values():  # fetched from the store into the folder
+        assert (out / relative).stat().st_size > 0

@@ -1,0 +1,76 @@
+"""The work-pool mode's parts that need no server: refusals, slot counts, the worker side."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ablations.errors import AblationError
+from ablations.plan_sections import CheckpointSection, ResourcesSection
+from ablations.remote_runs import PoolSettings, pool_slots, require_shared_store, run_on_host
+from tests.ablations.test_cli import ablate
+from tests.flows.conftest import plan_text
+
+
+def test_a_pool_needs_a_store_every_host_reaches() -> None:
+    with pytest.raises(AblationError, match="needs a checkpoint section"):
+        require_shared_store(None)
+    with pytest.raises(AblationError, match=r"'memory://x' lives in one process.*s3://"):
+        require_shared_store(CheckpointSection(store="memory://x"))
+    require_shared_store(CheckpointSection(store="s3://bucket/prefix"))
+
+
+def test_ablate_run_refuses_a_memory_store_with_a_pool_before_anything_starts(
+    tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(plan_text(tiny_plan))  # memory://tiny-ckpt
+    out = tmp_path / "out"
+    result = ablate("run", str(plan), "--out", str(out), "--pool", "gpus")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "memory://tiny-ckpt" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("devices", "override", "count"),
+    [(3, None, 3), (["cuda:0", "cuda:1"], None, 2), ("auto", "4", 4), (1, "cuda:0,cuda:1", 2)],
+)
+def test_pool_slots_count_the_pools_devices_without_probing_this_machine(
+    devices: Any, override: str | None, count: int
+) -> None:
+    # cuda:1 is not on this machine: the pool's hosts have it, so it must not be checked here.
+    slots = pool_slots(PoolSettings("gpus"), ResourcesSection(devices=devices), override)
+    assert [s.name for s in slots] == [f"gpus#{i}" for i in range(count)]
+
+
+def test_the_worker_side_leaves_record_outputs_and_heartbeat_in_the_store(
+    tmp_path: Path, tiny_plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ablations.campaign_phases import phase_runs, registration_of
+    from ablations.campaign_state import register, registered_plan
+    from ablations.run_specs import spec_for
+
+    store = tmp_path / "store"
+    tiny_plan["checkpoint"]["store"] = f"file://{store}"
+    registration = register(plan_text(tiny_plan), tmp_path / "out")
+    folder = Path(registration.out_dir)
+    run = phase_runs(folder, "pilot")[0]
+    spec = spec_for(registered_plan(folder), registration_of(folder), run)
+    monkeypatch.setenv("ABLATE_DEVICES", "cpu")
+    monkeypatch.setenv("ABLATE_HOST", "host-x")
+    monkeypatch.setenv("ABLATE_SLOT_DIR", str(tmp_path / "slots"))
+
+    reply = json.loads(run_on_host(spec, "run", None, attempt="flow-run-1"))
+
+    base = store / "tiny" / run.run_id
+    assert reply["slot"] == "host-x/cpu#0" and reply["status"] in {"accepted", "rejected"}
+    assert json.loads((base / "outputs" / "result.json").read_text()) == reply
+    assert json.loads((base / "heartbeat.json").read_text())["attempt"] == "flow-run-1"
+    assert reply["artifacts"]
+    for relative in reply["artifacts"].values():  # exported on the host, not in its out_dir
+        assert (base / "outputs" / relative).stat().st_size > 0
+        assert not (folder / relative).exists()
