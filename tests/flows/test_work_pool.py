@@ -104,7 +104,6 @@ def loopback(tmp_path: Path, s3_endpoint: str) -> Iterator[Loopback]:
         DO_NOT_TRACK="1",
         PREFECT_LOGGING_LEVEL="WARNING",
         PREFECT_WORKER_QUERY_SECONDS="1",  # default 10: each run would wait that long
-        PYTHONPATH=str(ROOT),
     )
     loop = Loopback(tmp_path, env)
     try:
@@ -176,7 +175,7 @@ def test_runs_land_on_both_workers_and_a_killed_workers_run_resumes_on_the_other
     loopback.worker("host-b", "cpu")
     run = ["run", str(plan), "--out", str(out), "--pool", POOL, "--devices", "2"]
     campaign = loopback.start(
-        [sys.executable, "-m", "ablations.cli", *run, "--heartbeat-timeout", "15"],
+        [sys.executable, "-m", "ablations.cli", *run, "--heartbeat-timeout", "12"],
         loopback.env,
         "campaign.log",
     )
