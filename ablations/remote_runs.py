@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ablations.errors import AblationError, StoreError
 from ablations.host_slots import HostSlots
 from ablations.plan_sections import CheckpointSection, ResourcesSection
+from ablations.progress import say
 from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots import SlotSpec
 from ablations.worker import SlotWorker
@@ -278,7 +279,7 @@ class RemoteRunner:
             result = _result(store, spec)
             if result is not None:
                 return result, ""
-            log.warning("run %s attempt %d: %s; submitting again", spec.run_id, attempt, problem)
+            say(f"  {spec.variant} seed {spec.seed} ({kind}): attempt {attempt} lost: {problem}")
         return None, f"{self.settings.attempts} attempts on pool {self.settings.pool}: {problem}"
 
     def _wait(self, flow_run_id: Any, store: FsspecStore, spec: RunSpec) -> str:
@@ -298,9 +299,10 @@ class RemoteRunner:
                 if state is None or not state.is_running() or beat != last_beat:
                     last_beat, changed = beat, now  # queued or alive: keep waiting
                 elif now - changed > self.settings.heartbeat_timeout_s:
+                    host = json.loads(last_beat).get("host") if last_beat else "its host"
                     message = (
-                        f"no heartbeat for {self.settings.heartbeat_timeout_s:.0f} s "
-                        f"(last: {last_beat}); its host is presumed lost"
+                        f"no heartbeat from {host} for {self.settings.heartbeat_timeout_s:.0f} s;"
+                        " the host is presumed lost"
                     )
                     client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
                     return f"flow run {flow_run_id}: {message}"
