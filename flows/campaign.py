@@ -4,8 +4,8 @@ It only sequences and fans out; every step is a task over one `ablations` call, 
 step is recognized as done on restart from the output folder.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: Prefect builds the deployment's parameter
+# model from the flow's signature at run time, and string annotations break that.
 import statistics
 from pathlib import Path
 from typing import Literal, cast
