@@ -5,9 +5,28 @@ from __future__ import annotations
 import sys
 import time
 
+from ablations.records import RunRecord
+
 _START = time.monotonic()
 
 
 def say(text: str) -> None:
     """Print one progress line with the seconds since the campaign process started."""
     print(f"[{time.monotonic() - _START:7.1f}s] {text}", file=sys.stdout, flush=True)
+
+
+def record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]]:
+    """Rows of a runs table (a Prefect table artifact): one small dict per run."""
+    return [
+        {
+            "run": r.run_id,
+            "variant": r.variant,
+            "seed": r.seed,
+            "status": r.status,
+            metric: r.metrics.get(metric),
+            "stop": f"{r.stop.rule}: {r.stop.message}" if r.stop else "",
+            "seconds": round(r.timings.total, 2),
+            "slot": r.slot or "",
+        }
+        for r in records
+    ]

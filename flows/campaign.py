@@ -6,7 +6,6 @@ step is recognized as done on restart from the output folder.
 
 # No `from __future__ import annotations` here: Prefect builds the deployment's parameter
 # model from the flow's signature at run time, and string annotations break that.
-import statistics
 from pathlib import Path
 from typing import Literal, cast
 
@@ -27,9 +26,10 @@ from ablations.campaign_phases import gate_decided, phase_runs
 from ablations.campaign_state import registered_plan
 from ablations.gate import GateDecision, apply_answer
 from ablations.plan_io import read_plan_text
-from ablations.progress import say
+from ablations.progress import record_rows, say
 from ablations.records import RunRecord
 from ablations.remote_runs import PoolSettings, open_pool, pool_slots, require_shared_store
+from ablations.scheduling import longest_first
 from ablations.slot_runtime import open_slots
 from ablations.slots import plan_slots
 from ablations.variants import PlannedRun
@@ -50,36 +50,6 @@ class GateAnswer(RunInput):
     """Registered main-phase run ids or variant names to drop (nothing can be added)."""
     note: str = ""
     """Why, for the record."""
-
-
-def _record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]]:
-    return [
-        {
-            "run": r.run_id,
-            "variant": r.variant,
-            "seed": r.seed,
-            "status": r.status,
-            metric: r.metrics.get(metric),
-            "stop": f"{r.stop.rule}: {r.stop.message}" if r.stop else "",
-            "seconds": round(r.timings.total, 2),
-            "slot": r.slot or "",
-        }
-        for r in records
-    ]
-
-
-def longest_first(runs: list[PlannedRun], measured: list[RunRecord]) -> list[PlannedRun]:
-    """Submission order for a phase: longest projected run first.
-
-    Each task leases the next free slot, so submission order is the schedule; longest first
-    makes that greedy lease pack like LPT (within 4/3 of optimal) instead of leaving one long
-    run for the end. A run's projection is its steps times its variant's measured seconds per
-    step (from the pilot's records; the median of those for variants the pilot did not run).
-    Without measurements every run weighs its steps, and the sort, being stable, keeps the
-    plan's order among equals."""
-    per_step = {r.variant: r.timings.train / r.steps_done for r in measured if r.steps_done > 0}
-    default = statistics.median(per_step.values()) if per_step else 1.0
-    return sorted(runs, key=lambda r: -r.steps * per_step.get(r.variant, default))
 
 
 def _run_phase(
@@ -203,7 +173,7 @@ def ablation_campaign(
             pilot_records = _run_phase(folder, pilot, progress, done, total)
             create_table_artifact(
                 key="pilot-runs",
-                table=_record_rows(pilot_records, plan.metric.name),
+                table=record_rows(pilot_records, plan.metric.name),
                 description="Pilot runs",
             )
         asked_before = gate_decided(Path(folder))
@@ -227,7 +197,7 @@ def ablation_campaign(
             main_records = _run_phase(folder, remaining, progress, done, total, pilot_records)
             create_table_artifact(
                 key="final-runs",
-                table=_record_rows(main_records, plan.metric.name),
+                table=record_rows(main_records, plan.metric.name),
                 description="Main-phase runs",
             )
     manifest = write_results(folder)
