@@ -25,6 +25,7 @@ venv: $(BIN)/.installed
 demo: venv
 	$(BIN)/ablate validate $(PLAN)
 	$(BIN)/ablate run $(PLAN) --out $(OUT)
+	$(BIN)/ablate verify $(OUT)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from ablations.campaign_state import existing_registration, load_json
 from ablations.cli import EXIT_OK, command
 from ablations.plan_io import load_plan
+from ablations.slot_runtime import open_slots
 from ablations.slots import plan_slots
 
 
@@ -81,14 +83,18 @@ def run_command(args: argparse.Namespace) -> int:
     campaign = ablation_campaign.with_options(
         task_runner=ThreadPoolTaskRunner(max_workers=len(slots))  # type: ignore[arg-type]
     )
-    manifest_path = campaign(
-        plan_path=str(args.plan),
-        out_dir=str(out_dir),
-        gate=args.gate,
-        devices=args.devices,
-        pool=args.pool,
-        heartbeat_timeout_s=args.heartbeat_timeout,
-    )
+    # Local slot workers start now, so their torch import overlaps Prefect's server start;
+    # the flow finds them open for this folder and reuses them.
+    warm = open_slots(str(out_dir), slots) if args.pool is None else nullcontext()
+    with warm:
+        manifest_path = campaign(
+            plan_path=str(args.plan),
+            out_dir=str(out_dir),
+            gate=args.gate,
+            devices=args.devices,
+            pool=args.pool,
+            heartbeat_timeout_s=args.heartbeat_timeout,
+        )
     manifest = json.loads(Path(manifest_path).read_text())
     _print_outcome(manifest, out_dir)
     return EXIT_OK
