@@ -173,24 +173,7 @@ def _flat(row: dict[str, Any], metric: str) -> dict[str, Any]:
     error = row.get("error") or {}
     started, ended = row.get("started_at"), row.get("ended_at")
     return {
-        **{
-            k: row.get(k)
-            for k in (
-                "run_id",
-                "variant",
-                "factor",
-                "level",
-                "seed",
-                "category",
-                "phase",
-                "steps",
-                "status",
-                "device",
-                "slot",
-                "started_at",
-                "ended_at",
-            )
-        },
+        **{k: row.get(k) for k in RUN_COLUMNS if k in row},
         "stop_rule": stop.get("rule"),
         "stop_reason": stop.get("message"),
         "stop_step": stop.get("step"),

@@ -140,6 +140,20 @@ class RunRecord(Record):
     artifacts: dict[str, str] = Field(default_factory=dict)
     """Kind -> path of files the run exported (relative to the output folder)."""
 
+    @classmethod
+    def failed(cls, spec: RunSpec, error_type: str, message: str, **fields: object) -> RunRecord:
+        """The record of a run that never reported back (its worker or host was lost)."""
+        return cls(
+            run_id=spec.run_id,
+            variant=spec.variant,
+            seed=spec.seed,
+            category=spec.category,
+            phase=spec.phase,
+            status="failed",
+            error=RunError(type=error_type, message=message),
+            **fields,
+        )
+
 
 class PreflightReport(Record):
     """The essential checks before the pilot: the data check and the restart check."""

@@ -224,15 +224,7 @@ class RemoteRunner:
         store = _store(spec)
         reply, problem = self._call("run", spec, None, store)
         if reply is None:
-            return RunRecord(
-                run_id=spec.run_id,
-                variant=spec.variant,
-                seed=spec.seed,
-                category=spec.category,
-                phase=spec.phase,
-                status="failed",
-                error=RunError(type="WorkerLost", message=problem),
-            )
+            return RunRecord.failed(spec, "WorkerLost", problem)
         record = RunRecord.model_validate_json(reply)
         if spec.out_dir is not None:
             for relative in record.artifacts.values():

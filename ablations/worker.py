@@ -119,17 +119,10 @@ class SlotWorker:
             self._process.join(timeout=5)
             code = self._process.exitcode
             self._process = None
-        return RunRecord(
-            run_id=spec.run_id,
-            variant=spec.variant,
-            seed=spec.seed,
-            category=spec.category,
-            phase=spec.phase,
-            status="failed",
-            error=RunError(
-                type="WorkerCrashed",
-                message=f"the worker process of slot {self.slot.name} died (exit code {code})",
-            ),
+        return RunRecord.failed(
+            spec,
+            "WorkerCrashed",
+            f"the worker process of slot {self.slot.name} died (exit code {code})",
             device=self.slot.device,
             slot=self.slot.name,
             started_at=started,
