@@ -119,6 +119,7 @@ class SlotWorker:
             self._process.join(timeout=5)
             code = self._process.exitcode
             self._process = None
+            self.restarts += 1  # the next run starts a fresh worker
         return RunRecord.failed(
             spec,
             "WorkerCrashed",
