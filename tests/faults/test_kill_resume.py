@@ -81,10 +81,12 @@ def test_four_kills_then_the_same_results_as_an_uninterrupted_campaign(tmp_path:
     for run_id, run in expected.items():
         assert got[run_id]["status"] == run["status"], run_id
         assert got[run_id]["metrics"] == run["metrics"], run_id  # exactly, not approximately
-    # The run killed mid-upload resumed from a committed step (50, or a later one if the
-    # fourth kill caught it again), never from the half-written step 100.
+    # The run killed mid-upload resumed from a committed step on the 50-step interval (50, or
+    # a later one if the fourth kill caught it again after it re-saved step 100 properly);
+    # the half-written step 100 itself was never loaded (its metrics match exactly above).
     resumed = got[interrupted_run]["checkpoint"]
     assert isinstance(resumed, dict)
-    assert resumed["resumed_from_step"] in (50, 100, 150), resumed
+    step = resumed["resumed_from_step"]
+    assert isinstance(step, int) and step > 0 and step % 50 == 0, resumed
     gate = json.loads((killed.out / "gate.json").read_text())
     assert gate["source"] == "timeout"  # asked again after the kill, then the policy applied
