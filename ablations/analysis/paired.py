@@ -47,17 +47,17 @@ class Effect(BaseModel):
     n_pairs: int
     """Seeds on which both the variant and the control were accepted."""
     seeds: list[int]
-    control_mean: float | None
-    variant_mean: float | None
-    mean_diff: float | None
+    control_mean: float | None = None
+    variant_mean: float | None = None
+    mean_diff: float | None = None
     """Mean of variant - control over the pairs, in metric units (None without pairs)."""
-    sd: float | None
+    sd: float | None = None
     """Sample standard deviation of the differences (None below two pairs)."""
-    ci_low: float | None
-    ci_high: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
     """95% t interval of the mean difference (None below two pairs)."""
-    t: float | None
-    p_value: float | None
+    t: float | None = None
+    p_value: float | None = None
     verdict: Verdict
     note: str = ""
     """Why the verdict is what it is, in words (single seed, no pairs, zero spread...)."""
@@ -153,14 +153,6 @@ def _effect(
     if pairs.empty:
         return Effect(
             **common,
-            control_mean=None,
-            variant_mean=None,
-            mean_diff=None,
-            sd=None,
-            ci_low=None,
-            ci_high=None,
-            t=None,
-            p_value=None,
             verdict="inconclusive",
             note="no seed on which both this variant and the control were accepted",
         )
@@ -176,11 +168,6 @@ def _effect(
             **common,
             **means,
             mean_diff=mean,
-            sd=None,
-            ci_low=None,
-            ci_high=None,
-            t=None,
-            p_value=None,
             verdict="inconclusive",
             note="single seed: one difference, no interval; add seeds to decide",
         )
