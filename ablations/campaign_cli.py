@@ -8,11 +8,15 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from ablations.campaign_phases import slot_warmup
 from ablations.campaign_state import existing_registration, load_json
 from ablations.cli import EXIT_OK, command
+from ablations.errors import PlanError, Problem
+from ablations.plan import Plan
 from ablations.plan_io import load_plan
 from ablations.slot_runtime import open_slots
 from ablations.slots import plan_slots
+from ablations.worker import SlotWorker
 
 
 def add_campaign_parsers(sub: Any) -> None:
@@ -63,41 +67,57 @@ def add_campaign_parsers(sub: Any) -> None:
 @command("run")
 def run_command(args: argparse.Namespace) -> int:
     from flows.environment import quiet_prefect
+    from flows.local_server import campaign_api, start_unless_configured
 
     quiet_prefect()
-    plan = load_plan(args.plan)  # bad input exits 2 here, before any work starts
+    local = args.pool is None
+    # Bad input exits 2 here, before any work starts. A local campaign's workload is
+    # imported (and so checked) in its slot workers below: this process never loads torch.
+    plan = load_plan(args.plan, check_workload=not local)
+    # Now, so it comes up while everything below runs (with --pool the runs' hosts need a
+    # server they can reach, which a temporary one on loopback is not).
+    server = start_unless_configured() if local else None
     out_dir = (args.out or Path("runs") / plan.campaign.id).resolve()
     existing_registration(plan, out_dir)  # a conflicting folder is refused before Prefect starts
-    if args.pool is None:
+    if local:
         slots = plan_slots(plan.resources, args.devices)
     else:  # the runs go to the pool's hosts: nothing about this machine's devices matters
         from ablations.remote_runs import PoolSettings, pool_slots, require_shared_store
 
         require_shared_store(plan.checkpoint)
         slots = pool_slots(PoolSettings(args.pool), plan.resources, args.devices)
+    # Local slot workers start now, so their imports overlap the server's start; the flow
+    # finds them open for this folder and reuses them.
+    warmup = slot_warmup(plan, out_dir)
+    with open_slots(str(out_dir), slots, warmup) if local else nullcontext() as pool:
+        from prefect.task_runners import ThreadPoolTaskRunner
 
-    from prefect.task_runners import ThreadPoolTaskRunner
+        from flows.campaign import ablation_campaign
 
-    from flows.campaign import ablation_campaign
-
-    campaign = ablation_campaign.with_options(
-        task_runner=ThreadPoolTaskRunner(max_workers=len(slots))  # type: ignore[arg-type]
-    )
-    # Local slot workers start now, so their torch import overlaps Prefect's server start;
-    # the flow finds them open for this folder and reuses them.
-    warm = open_slots(str(out_dir), slots) if args.pool is None else nullcontext()
-    with warm:
-        manifest_path = campaign(
-            plan_path=str(args.plan),
-            out_dir=str(out_dir),
-            gate=args.gate,
-            devices=args.devices,
-            pool=args.pool,
-            heartbeat_timeout_s=args.heartbeat_timeout,
+        if pool is not None:
+            _require_workload_imports(pool.slots[0], plan, str(args.plan))
+        campaign = ablation_campaign.with_options(
+            task_runner=ThreadPoolTaskRunner(max_workers=len(slots))  # type: ignore[arg-type]
         )
+        with campaign_api(server):
+            manifest_path = campaign(
+                plan_path=str(args.plan),
+                out_dir=str(out_dir),
+                gate=args.gate,
+                devices=args.devices,
+                pool=args.pool,
+                heartbeat_timeout_s=args.heartbeat_timeout,
+            )
     manifest = json.loads(Path(manifest_path).read_text())
     _print_outcome(manifest, out_dir)
     return EXIT_OK
+
+
+def _require_workload_imports(worker: SlotWorker, plan: Plan, source: str) -> None:
+    """The plan's workload check, done where the workload is imported anyway: a slot worker."""
+    problem = worker.workload_problem()
+    if problem is not None:
+        raise PlanError([Problem("workload.entry", problem, plan.workload.entry)], source)
 
 
 def _print_outcome(manifest: dict[str, Any], out_dir: Path) -> None:

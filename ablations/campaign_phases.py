@@ -6,6 +6,7 @@ records/<run_id>.json, gate.json) and only does the work when it is missing.
 
 from __future__ import annotations
 
+import functools
 import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -25,12 +26,14 @@ from ablations.campaign_state import (
 )
 from ablations.errors import AblationError
 from ablations.gate import GateDecision, auto_decision
+from ablations.plan import Plan
+from ablations.preflight import preflight_across
 from ablations.records import PreflightReport, RunRecord
 from ablations.remote_runs import RemoteRunner, pool_for
 from ablations.run_specs import spec_for
-from ablations.slot_runtime import slots_for
+from ablations.slot_runtime import other_process, slots_for
 from ablations.variants import CONTROL, PlannedRun, planned_runs
-from ablations.worker import SlotWorker
+from ablations.worker import SlotWorker, Warmup
 
 PREFLIGHT, GATE, REFRAME_DRAFT = "preflight.json", "gate.json", "reframe-draft.yaml"
 PROJECTION = "projection.json"
@@ -72,6 +75,17 @@ def _slot(out_dir: Path) -> AbstractContextManager[SlotWorker | RemoteRunner]:
     return nullcontext(remote) if remote is not None else slots_for(str(out_dir)).lease()
 
 
+def slot_warmup(plan: Plan, out_dir: Path) -> Warmup:
+    """What the slots prepare at start: the workload's module, and (with one slot) a spare
+    for the restart check when this folder's preflight is still to run and reloads from a
+    store another process can see."""
+    check = plan.stop_rules.restart.enabled and not plan.checkpoint.store.startswith("memory://")
+    return Warmup(
+        workload_entry=plan.workload.entry,
+        restart_check=check and not (out_dir / PREFLIGHT).exists(),
+    )
+
+
 def preflight_once(out_dir: Path) -> PreflightReport:
     """The data and restart checks on the control's pilot spec, run once per campaign."""
     known = load_json(out_dir, PREFLIGHT)
@@ -84,8 +98,13 @@ def preflight_once(out_dir: Path) -> PreflightReport:
     spec = spec_for(plan, registration, control).model_copy(
         update={"run_id": f"preflight-{control.run_id}", "out_dir": None}
     )
+    expected = plan.workload.expected_inputs
     with _slot(out_dir) as worker:
-        report = worker.preflight(spec, plan.workload.expected_inputs)
+        if isinstance(worker, SlotWorker):
+            other = functools.partial(other_process, str(out_dir))
+            report = preflight_across(worker, other, spec, expected)
+        else:  # a work-pool host runs the whole preflight itself
+            report = worker.preflight(spec, expected)
     save_json(out_dir, PREFLIGHT, report)
     return report
 

@@ -32,6 +32,7 @@ from ablations.hooks import CheckpointHook, RunHistory
 from ablations.memory import PhaseMemory
 from ablations.records import (
     CheckpointSummary,
+    RunEnvironment,
     RunError,
     RunRecord,
     RunSpec,
@@ -288,6 +289,7 @@ def execute(
         step_seconds=statistics.median(history.step_seconds) if history.step_seconds else None,
         memory=memory.peaks,
         device=_device_of(loop) if loop is not None else str(device),
+        environment=_environment(device),
         started_at=started_at,
         ended_at=time.time(),
         checkpoint=summary,
@@ -324,6 +326,15 @@ def _record_pending(loop: RunLoop | None) -> None:
         loop.flush()
     except Exception:  # after a CUDA fault nothing can be read back; the error says why
         loop._pending.clear()
+
+
+def _environment(device: torch.device) -> RunEnvironment:
+    cuda = device.type == "cuda" and torch.cuda.is_available()
+    return RunEnvironment(
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        device_name=torch.cuda.get_device_name(device) if cuda else device.type,
+    )
 
 
 def _device_of(loop: RunLoop) -> str:

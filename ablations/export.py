@@ -15,6 +15,7 @@ rewrite pages whenever it is opened; `ablate verify` checks it by content instea
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import platform
 import subprocess
@@ -40,6 +41,7 @@ from ablations.campaign_phases import (
 from ablations.campaign_state import RECORDS, atomic_write_text, load_json, load_records
 from ablations.credentials import redact_url
 from ablations.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_run
+from ablations.records import RunRecord
 from ablations.reload_doc import RELOAD_FILE, reload_markdown
 from ablations.report.build import REPORT_FILE
 from ablations.report.from_folder import rebuild_report
@@ -101,22 +103,27 @@ def code_version() -> dict[str, str | None]:
     return {"package": __version__, "git_commit": commit}
 
 
-def environment() -> dict[str, Any]:
-    """Python, torch, prefect, CUDA and the devices, as seen by the campaign process."""
-    import prefect
-    import torch
-
-    cuda = torch.cuda.is_available()
+def environment(records: list[RunRecord]) -> dict[str, Any]:
+    """Python and Prefect of the campaign process; torch, CUDA and the devices as the runs'
+    own processes saw them (the campaign process never imports torch)."""
+    seen = [r.environment for r in records if r.environment is not None]
+    torch_versions = sorted({e.torch for e in seen})
+    cuda_versions = sorted({e.cuda for e in seen if e.cuda})
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "torch": torch.__version__,
-        "prefect": prefect.__version__,
-        "cuda": torch.version.cuda if cuda else None,
-        "devices": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-        if cuda
-        else ["cpu"],
+        "torch": ", ".join(torch_versions) or _installed("torch"),
+        "prefect": _installed("prefect"),
+        "cuda": ", ".join(cuda_versions) or None,
+        "devices": sorted({e.device_name for e in seen}) or ["cpu"],
     }
+
+
+def _installed(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def file_entry(out_dir: Path, kind: str, relative: str) -> dict[str, Any]:
@@ -224,7 +231,7 @@ def write_outputs(out_dir: Path, extra: dict[str, Any] | None = None) -> Path:
         "ledger_file": LEDGER_FILE,
         "question": plan.campaign.question,
         "code_version": code_version(),
-        "environment": environment(),
+        "environment": environment(records),
         "checkpoint_store": {
             "url": redact_url(store.store),
             "endpoint_url": redact_url(store.endpoint_url) if store.endpoint_url else None,

@@ -110,6 +110,16 @@ class RunSpec(Record):
     """Where the run exports its metrics and predictions (None: not exported)."""
 
 
+class RunEnvironment(Record):
+    """What the run's process ran on: the manifest's environment is gathered from these."""
+
+    torch: str
+    cuda: str | None = None
+    """The CUDA version torch was built with (None: a CPU build)."""
+    device_name: str
+    """`torch.cuda.get_device_name` of the run's card, or `cpu`."""
+
+
 class RunRecord(Record):
     """What happened to one run: the small record the ledger, gate and report read."""
 
@@ -133,6 +143,7 @@ class RunRecord(Record):
     """Peak memory per phase: build, train, evaluate."""
     device: str = "cpu"
     """The device seen inside the run."""
+    environment: RunEnvironment | None = None
     slot: str | None = None
     started_at: float | None = None
     ended_at: float | None = None

@@ -1,4 +1,5 @@
-"""What a slot's worker does with a job: a run, or the preflight checks. No Prefect here."""
+"""What a slot's worker does with a job: a run, the preflight checks, or a restart check's
+continuation. No Prefect here."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import time
 
 import torch
 
-from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
+from ablations.checkpoint.restart_verdict import Continuation
+from ablations.preflight import PreflightStart
+from ablations.records import PreflightReport, RunError, RunRecord, RunSpec, Stop
 
 
 def run_spec(spec: RunSpec) -> RunRecord:
@@ -22,7 +25,16 @@ def run_spec(spec: RunSpec) -> RunRecord:
 
 
 def run_preflight(spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
-    """Data check on the workload's inputs, then the restart check on `spec`'s device."""
+    """Data check on the workload's inputs, then the whole restart check on `spec`'s device
+    (its continuation in a new process)."""
+    return preflight_start(spec, expected_inputs, continue_elsewhere=False).finish()
+
+
+def preflight_start(
+    spec: RunSpec, expected_inputs: dict[str, int] | None, *, continue_elsewhere: bool
+) -> PreflightStart:
+    """The data check, then the restart check: whole, or (`continue_elsewhere`, and a store
+    other processes can see) up to the reference, its continuation left to another process."""
     from ablations.data_check import check_data
     from ablations.workload import load_workload
 
@@ -34,20 +46,31 @@ def run_preflight(spec: RunSpec, expected_inputs: dict[str, int] | None) -> Pref
         )
         problems = [str(p) for p in check_data(workload, expected_inputs)]
         del workload
-        restart = None
+        restart, reference = None, None
         if spec.stop_rules.restart.enabled and spec.checkpoint is not None:
-            from ablations.checkpoint import restart_check
+            from ablations.checkpoint.restart import reference_half, restart_check
+            from ablations.checkpoint.restart_verdict import check_spec
 
-            restart = restart_check(spec)
+            if continue_elsewhere and not spec.checkpoint.store.startswith("memory://"):
+                half = reference_half(check_spec(spec))
+                restart, reference = (half, None) if isinstance(half, Stop) else (None, half)
+            else:
+                restart = restart_check(spec)
     except Exception as exc:  # a preflight that crashes fails the campaign's preflight, clearly
-        return PreflightReport(
-            passed=False,
+        return PreflightStart(
             error=RunError(type=type(exc).__name__, message=str(exc)),
             seconds=time.perf_counter() - started,
         )
-    return PreflightReport(
-        passed=not problems and restart is None,
+    return PreflightStart(
         data_problems=problems,
         restart=restart,
+        reference=reference,
         seconds=time.perf_counter() - started,
     )
+
+
+def continue_check(spec: RunSpec, until: int) -> Continuation:
+    """The restart check's continuation, in this process (which did not save the checkpoint)."""
+    from ablations.checkpoint.restart import continue_from_checkpoint
+
+    return continue_from_checkpoint(spec, until)

@@ -9,47 +9,89 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from ablations.errors import AblationError
 from ablations.slots import SlotPool, SlotSpec
-from ablations.worker import SlotWorker
+from ablations.worker import SlotWorker, Warmup
 
-_RUNTIMES: dict[str, SlotPool[SlotWorker]] = {}
+
+@dataclass
+class _Runtime:
+    pool: SlotPool[SlotWorker]
+    spare: SlotWorker | None
+    """With a single slot and the restart check to run: the check's other process."""
+
+
+_RUNTIMES: dict[str, _Runtime] = {}
 _LOCK = threading.Lock()
 
 
 @contextmanager
-def open_slots(key: str, slots: list[SlotSpec]) -> Iterator[SlotPool[SlotWorker]]:
+def open_slots(
+    key: str, slots: list[SlotSpec], warmup: Warmup | None = None
+) -> Iterator[SlotPool[SlotWorker]]:
     """Start a worker per slot now, and stop them all at the end.
 
-    Workers start at once (not at their first run) so their torch import overlaps whatever
-    the campaign does meanwhile. Opened again for the same key (the CLI opens the slots
-    before Prefect's server starts; the flow opens them too), the open pool is reused and
-    the outer opener closes it.
+    Workers start at once (not at their first run) so their imports overlap whatever the
+    campaign does meanwhile. Opened again for the same key (the CLI opens the slots before
+    Prefect's server is up; the flow opens them too), the open pool is reused and the outer
+    opener closes it. With `warmup.restart_check` and a single slot, a spare worker starts
+    too: the restart check's continuation needs a process that did not save.
     """
     with _LOCK:
         existing = _RUNTIMES.get(key)
     if existing is not None:
-        yield existing
+        yield existing.pool
         return
-    pool = SlotPool([SlotWorker(slot) for slot in slots])
-    for worker in pool.slots:
+    warmup = warmup or Warmup()
+    pool = SlotPool([SlotWorker(slot, warmup) for slot in slots])
+    spare = SlotWorker(slots[0], warmup) if warmup.restart_check and len(slots) == 1 else None
+    workers = [*pool.slots, *([spare] if spare else [])]
+    for worker in workers:
         worker.start()
     with _LOCK:
-        _RUNTIMES[key] = pool
+        _RUNTIMES[key] = _Runtime(pool, spare)
     try:
         yield pool
     finally:
         with _LOCK:
-            _RUNTIMES.pop(key, None)
-        for worker in pool.slots:
+            runtime = _RUNTIMES.pop(key, None)
+        workers = [*pool.slots, *([runtime.spare] if runtime and runtime.spare else [])]
+        for worker in workers:  # all at once: each exit then overlaps the others'
+            worker.ask_to_finish()
+        for worker in workers:
             worker.close()
+
+
+def _runtime(key: str) -> _Runtime:
+    with _LOCK:
+        runtime = _RUNTIMES.get(key)
+    if runtime is None:
+        raise AblationError(f"no slots are open for campaign folder {key}")
+    return runtime
 
 
 def slots_for(key: str) -> SlotPool[SlotWorker]:
     """The slot pool of the running campaign `key`."""
+    return _runtime(key).pool
+
+
+@contextmanager
+def other_process(key: str) -> Iterator[SlotWorker]:
+    """A worker other than the one leased for the preflight, for the restart check's
+    continuation: a second slot (idle before the pilot), else the spare, else a new one.
+
+    The spare serves this once and is closed after it."""
+    runtime = _runtime(key)
+    if len(runtime.pool.slots) > 1:
+        with runtime.pool.lease() as worker:
+            yield worker
+        return
     with _LOCK:
-        pool = _RUNTIMES.get(key)
-    if pool is None:
-        raise AblationError(f"no slots are open for campaign folder {key}")
-    return pool
+        spare, runtime.spare = runtime.spare, None
+    worker = spare or SlotWorker(runtime.pool.slots[0].slot)
+    try:
+        yield worker
+    finally:
+        worker.close()

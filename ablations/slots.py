@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from ablations.errors import AblationError
@@ -64,16 +65,39 @@ def cuda_device_count() -> int:
     return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, as a container or taskset sets it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def threads_per_core() -> int:
+    """Hardware threads per physical core (2 with hyperthreading; 1 where unknown)."""
+    siblings = Path("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
+    try:
+        text = siblings.read_text().strip()
+    except OSError:
+        return 1
+    count = 0
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        count += int(high) - int(low) + 1 if high else 1
+    return max(1, count)
+
+
 def plan_slots(resources: ResourcesSection, devices_override: str | None = None) -> list[SlotSpec]:
     """The slots for a campaign: from the plan's `resources`, or a `--devices` override."""
     devices: object = resources.devices
     if devices_override is not None:
         devices = _parse_override(devices_override)
-    cores = os.cpu_count() or 1
+    cores = usable_cpus()
     if devices == "auto":
         count = cuda_device_count()
-        # Without CUDA, one CPU slot per two cores keeps each run's matmuls on real cores.
-        device_list = [f"cuda:{i}" for i in range(count)] or ["cpu"] * max(1, cores // 2)
+        # Without CUDA, one CPU slot per physical core: small models gain far more from
+        # runs side by side than from intra-op threads, and hyperthreads share one core.
+        physical = max(1, cores // threads_per_core())
+        device_list = [f"cuda:{i}" for i in range(count)] or ["cpu"] * physical
     elif isinstance(devices, int):
         device_list = ["cpu"] * devices
     else:

@@ -4,42 +4,73 @@ Importing torch costs seconds, so a slot keeps its process across runs and start
 only after a crash. The child is spawned (never forked: a forked CUDA context is unusable)
 and sets `CUDA_VISIBLE_DEVICES` as its very first act, so the run inside sees one card.
 A worker that dies fails only the run it held; the next run gets a fresh worker.
+
+Jobs: `run` (a run record back), `preflight` (the whole preflight on this slot: work-pool
+hosts), `preflight-start` (the campaign's preflight up to the restart check's verdict) and
+`continue` (a restart check's continuation, in a process that did not save it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
+import sys
 import threading
 import time
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Literal
 
+from ablations.checkpoint.restart_verdict import Continuation
+from ablations.preflight import PreflightStart
+from ablations.process_warmup import prepare_torch_process
 from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots import SlotSpec
 
 _POLL_SECONDS = 0.5
+JobKind = Literal["run", "preflight", "preflight-start", "continue"]
 
 
-def _serve(conn: Connection, visible_devices: str, cpu_threads: int) -> None:
-    """The child's main loop: receive run specs, execute them, send records back."""
-    os.environ["CUDA_VISIBLE_DEVICES"] = visible_devices  # before torch is imported
-    import torch
+@dataclass(frozen=True)
+class Warmup:
+    """What the campaign's slots prepare while it starts up, before their first job."""
 
-    torch.set_num_threads(cpu_threads)
-    from ablations.runner import run_preflight, run_spec
+    workload_entry: str | None = None
+    """The workload's `module:Class`: its module is imported at start, not in the first run."""
+    restart_check: bool = False
+    """The preflight's restart check is still to run (a single slot then starts a spare)."""
+
+
+def _serve(
+    conn: Connection, visible_devices: str, cpu_threads: int, workload_entry: str | None
+) -> None:
+    """The child's main loop: receive jobs, do them, send the results back as JSON."""
+    conn.send(prepare_torch_process(visible_devices, cpu_threads, workload_entry))
+    from ablations.runner import continue_check, preflight_start, run_preflight, run_spec
 
     while True:
         try:
             message = conn.recv()
         except EOFError:
-            return
+            message = None
         if message is None:
-            return
-        kind, payload, expected = message
+            # Every result is sent and every file closed: skip the interpreter's teardown of
+            # torch and the workload's libraries, a second or more of CPU per worker.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+        kind, payload, extra = message
         spec = RunSpec.model_validate_json(payload)
         if kind == "preflight":
-            conn.send(run_preflight(spec, expected).model_dump_json())
+            conn.send(run_preflight(spec, extra).model_dump_json())
+        elif kind == "preflight-start":
+            conn.send(preflight_start(spec, extra, continue_elsewhere=True).model_dump_json())
+        elif kind == "continue":
+            try:
+                conn.send(continue_check(spec, extra).model_dump_json())
+            except Exception as exc:  # the checking side reports it as a failed reload
+                conn.send(f"!{type(exc).__name__}: {exc}")
         else:
             conn.send(run_spec(spec).model_dump_json())
 
@@ -47,11 +78,14 @@ def _serve(conn: Connection, visible_devices: str, cpu_threads: int) -> None:
 class SlotWorker:
     """The parent's handle on one slot's worker process."""
 
-    def __init__(self, slot: SlotSpec) -> None:
+    def __init__(self, slot: SlotSpec, warmup: Warmup | None = None) -> None:
         self.slot = slot
+        self.warmup = warmup or Warmup()
         self._process: Any = None
         self._conn: Connection | None = None
         self._lock = threading.Lock()
+        self._warmed: bool = False
+        self._workload_problem: str | None = None
         self.restarts = 0
 
     def start(self) -> None:
@@ -67,13 +101,41 @@ class SlotWorker:
         parent, child = context.Pipe()
         process = context.Process(
             target=_serve,
-            args=(child, self.slot.visible_devices, self.slot.cpu_threads),
+            args=(
+                child,
+                self.slot.visible_devices,
+                self.slot.cpu_threads,
+                self.warmup.workload_entry,
+            ),
             name=f"ablate-slot-{self.slot.name}",
             daemon=True,
         )
         process.start()
         child.close()
         self._process, self._conn = process, parent
+        self._warmed = False
+
+    def workload_problem(self) -> str | None:
+        """Wait for the worker's warm-up; why the workload does not import there, or None."""
+        with self._lock:
+            if self._process is None:
+                self._start()
+            self._await_warmup()
+            return self._workload_problem
+
+    def _await_warmup(self) -> None:
+        """Read the warm-up report the child sends first (once per process; lock held)."""
+        if self._warmed:
+            return
+        assert self._conn is not None
+        try:
+            while not self._conn.poll(_POLL_SECONDS):
+                if not self._process.is_alive():
+                    return  # the job that follows finds it dead and reports that
+            self._workload_problem = self._conn.recv()
+            self._warmed = True
+        except (EOFError, OSError):
+            return
 
     def run(self, spec: RunSpec) -> RunRecord:
         """Execute one run on this slot; a crashed worker yields a `failed` record."""
@@ -85,16 +147,33 @@ class SlotWorker:
         return record.model_copy(update={"slot": self.slot.name})
 
     def preflight(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightReport:
-        """The data and restart checks, on this slot's device."""
+        """The data and restart checks, wholly on this slot's device."""
         reply = self._call("preflight", spec, expected)
         if reply is None:
-            message = f"the worker process of slot {self.slot.name} died during preflight"
-            return PreflightReport(
-                passed=False, error=RunError(type="WorkerCrashed", message=message)
-            )
+            return self._died_in_preflight().finish()
         return PreflightReport.model_validate_json(reply)
 
-    def _call(self, kind: str, spec: RunSpec, expected: dict[str, int] | None) -> str | None:
+    def preflight_start(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightStart:
+        """The data check and the restart check's reference half on this slot's device."""
+        reply = self._call("preflight-start", spec, expected)
+        if reply is None:
+            return self._died_in_preflight()
+        return PreflightStart.model_validate_json(reply)
+
+    def continue_check(self, spec: RunSpec, until: int) -> Continuation:
+        """A restart check's continuation in this worker; raises when it could not run."""
+        reply = self._call("continue", spec, until)
+        if reply is None:
+            raise RuntimeError(f"the worker process of slot {self.slot.name} died")
+        if reply.startswith("!"):
+            raise RuntimeError(reply[1:])
+        return Continuation.model_validate_json(reply)
+
+    def _died_in_preflight(self) -> PreflightStart:
+        message = f"the worker process of slot {self.slot.name} died during preflight"
+        return PreflightStart(error=RunError(type="WorkerCrashed", message=message))
+
+    def _call(self, kind: JobKind, spec: RunSpec, extra: object) -> str | None:
         """Send one job and wait for its reply; None when the worker died meanwhile."""
         with self._lock:
             if self._process is None or not self._process.is_alive():
@@ -102,9 +181,10 @@ class SlotWorker:
                     self.restarts += 1
                 self._start()
             assert self._conn is not None
+            self._await_warmup()
             local = spec.model_copy(update={"device": self.slot.local_device})
             try:
-                self._conn.send((kind, local.model_dump_json(), expected))
+                self._conn.send((kind, local.model_dump_json(), extra))
                 while not self._conn.poll(_POLL_SECONDS):
                     if not self._process.is_alive():
                         return None
@@ -132,15 +212,18 @@ class SlotWorker:
 
     def close(self) -> None:
         """Ask the worker to finish, then make sure it is gone."""
+        self.ask_to_finish()
         if self._process is None:
             return
-        try:
-            assert self._conn is not None
-            self._conn.send(None)
-        except (OSError, BrokenPipeError):
-            pass
         self._process.join(timeout=10)
         if self._process.is_alive():
             self._process.kill()
             self._process.join(timeout=5)
         self._process = None
+
+    def ask_to_finish(self) -> None:
+        """Tell the worker to exit after its current job (returns at once; `close` waits)."""
+        if self._process is None or self._conn is None:
+            return
+        with contextlib.suppress(OSError):  # a broken pipe: it is gone already
+            self._conn.send(None)

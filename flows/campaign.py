@@ -22,7 +22,7 @@ from prefect.input import RunInput
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import Field
 
-from ablations.campaign_phases import gate_decided, phase_runs
+from ablations.campaign_phases import gate_decided, phase_runs, slot_warmup
 from ablations.campaign_state import registered_plan
 from ablations.gate import GateDecision, apply_answer
 from ablations.plan_io import read_plan_text
@@ -163,7 +163,8 @@ def ablation_campaign(
         progress=0.0, key="campaign-progress", description="Runs finished"
     )
     done = [0]
-    with open_slots(folder, [] if remote else slots), open_pool(folder, remote):
+    warmup = slot_warmup(plan, Path(folder))
+    with open_slots(folder, [] if remote else slots, warmup), open_pool(folder, remote):
         say("preflight: data check and restart check")
         preflight = run_preflight(folder)
         say(f"preflight: {'passed' if preflight.passed else 'FAILED'}")

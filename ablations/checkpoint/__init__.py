@@ -7,17 +7,39 @@ saver.py     one background save in flight, retried with backoff
 interval.py  steps | seconds | auto (Young/Daly, capped by the tolerable loss)
 manager.py   `CheckpointManager`, the driver's `CheckpointHook` for one run
 restart.py   the restart check of preflight (stop rule `restart`)
+
+The names below load their module on first use: the campaign process plans intervals and
+reads commit records without importing torch, which only the slot workers need.
 """
 
 from __future__ import annotations
 
-from ablations.checkpoint.commit import ForeignCheckpoint, Identity, RefusedCheckpoint
-from ablations.checkpoint.interval import IntervalPolicy, overhead, young_daly
-from ablations.checkpoint.manager import CheckpointManager
-from ablations.checkpoint.restart import restart_check
-from ablations.checkpoint.saver import Retry
-from ablations.checkpoint.store import FsspecStore, Store, open_store
-from ablations.records import RunSpec
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ablations.checkpoint.commit import ForeignCheckpoint, Identity, RefusedCheckpoint
+    from ablations.checkpoint.interval import IntervalPolicy, overhead, young_daly
+    from ablations.checkpoint.manager import CheckpointManager
+    from ablations.checkpoint.restart import restart_check
+    from ablations.checkpoint.saver import Retry
+    from ablations.checkpoint.store import FsspecStore, Store, open_store
+    from ablations.records import RunSpec
+
+_HOME = {
+    "CheckpointManager": "manager",
+    "ForeignCheckpoint": "commit",
+    "FsspecStore": "store",
+    "Identity": "commit",
+    "IntervalPolicy": "interval",
+    "RefusedCheckpoint": "commit",
+    "Retry": "saver",
+    "Store": "store",
+    "open_store": "store",
+    "overhead": "interval",
+    "restart_check": "restart",
+    "young_daly": "interval",
+}
 
 __all__ = [
     "CheckpointManager",
@@ -36,8 +58,17 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ablations.checkpoint' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"ablations.checkpoint.{module}"), name)
+
+
 def hook_for(spec: RunSpec) -> CheckpointManager | None:
     """The checkpoint hook of a run, or None when its plan does not checkpoint.
 
     Opens and probes the store: `StoreError` here means no training has started."""
+    from ablations.checkpoint.manager import CheckpointManager
+
     return CheckpointManager(spec) if spec.checkpoint is not None else None

@@ -1,28 +1,39 @@
 """The restart check (stop rule `restart`): does a checkpoint continue the run exactly?
 
-Train a few steps, save through the real store, keep training (the reference); then, in a
-fresh process, build the workload anew, load the checkpoint and take the same steps. The
-losses (and, where kernels are deterministic, the final weights) must agree. A save that
-cannot be committed, a load that fails or a different continuation is a `restart` stop.
+Train a few steps, save through the real store, keep training (the reference half); then,
+in another process holding no run state, build the workload anew, load the checkpoint and
+take the same steps (the continuation). The losses (and, where kernels are deterministic,
+the final weights) must agree (`restart_verdict.py`). A save that cannot be committed, a
+load that fails or a different continuation is a `restart` stop.
 
-A `memory://` store cannot be seen from another process; there the check reloads into a
-fresh workload instance in this process instead.
+A campaign runs the halves in two of its already started processes (`ablations/preflight.py`);
+`restart_check` runs the whole check from one process, starting a new one for the
+continuation. A `memory://` store cannot be seen from another process; there the
+continuation is a fresh workload instance in this process instead.
 
-    python -m ablations.checkpoint.restart < spec.json   # the fresh-process half
+    python -m ablations.checkpoint.restart UNTIL THREADS < spec.json   # the continuation
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import subprocess
 import sys
 
 import torch
 
+from ablations.checkpoint.commit import Identity
 from ablations.checkpoint.manager import CheckpointManager
+from ablations.checkpoint.restart_verdict import (
+    Continuation,
+    RestartReference,
+    check_spec,
+    reload_failed,
+    restart_stop,
+    verdict,
+)
 from ablations.checkpoint.saver import Retry
+from ablations.checkpoint.store import open_store
 from ablations.records import RunSpec, Stop
 from ablations.workload import Workload
 
@@ -30,13 +41,6 @@ EARLY_STEPS = 2
 """Steps before the check's save: early, so a broken restart costs seconds, not a run."""
 FRESH_PROCESS_TIMEOUT = 600.0
 """Seconds for the reloading process (imports and a CUDA context included)."""
-CUDA_REL_TOL = 1e-5
-"""Loss agreement on CUDA when non-deterministic kernels (atomics) are allowed."""
-
-
-def check_spec(spec: RunSpec) -> RunSpec:
-    """The spec the check runs under: its own run id, so the real run's store is untouched."""
-    return spec.model_copy(update={"run_id": f"restart-{spec.run_id}", "out_dir": None})
 
 
 def _digest(workload: Workload) -> str:
@@ -47,81 +51,82 @@ def _digest(workload: Workload) -> str:
     return digest.hexdigest()
 
 
-def continue_from_checkpoint(spec: RunSpec, until: int) -> dict[str, object]:
-    """Build a fresh workload, resume it from the store, train to `until`: losses, digest."""
+def _manager(spec: RunSpec) -> CheckpointManager:
+    return CheckpointManager(spec, retry=Retry(attempts=2, backoff_seconds=0.5))
+
+
+def reference_half(spec: RunSpec) -> RestartReference | Stop:
+    """Train `spec`'s check to its save, save, train on: the reference (or why it failed).
+
+    `spec` is the check's own (`check_spec`); leftovers of an earlier check are deleted
+    first, so a check never resumes an old one."""
     from ablations.driver import open_run
 
-    manager = CheckpointManager(spec, retry=Retry(attempts=2, backoff_seconds=0.5))
+    assert spec.checkpoint is not None, "the restart check needs a checkpoint section"
+    early = min(EARLY_STEPS, spec.steps)
+    until = min(early + spec.stop_rules.restart.check_steps, spec.steps)
+    manager = _manager(spec)
+    manager.store.delete(manager.identity.prefix)
+    reference = open_run(spec)
+    reference.advance(early)
+    manager.save(early, reference.workload, reference.history)
+    summary = manager.close()
+    if summary.failures or summary.saves != 1:
+        message = f"the checkpoint at step {early} could not be written: {summary.last_error}"
+        return restart_stop(early, message)
+    reference.advance(until)
+    return RestartReference(
+        early=early,
+        until=until,
+        losses=reference.history.losses[early:],
+        digest=_digest(reference.workload),
+        exact=reference.device.type == "cpu" or torch.are_deterministic_algorithms_enabled(),
+    )
+
+
+def continue_from_checkpoint(spec: RunSpec, until: int) -> Continuation:
+    """Build a fresh workload, resume it from the store, train to `until`; then delete the
+    check's checkpoint (this is its last reader)."""
+    from ablations.driver import open_run
+
+    manager = _manager(spec)
     try:
         loop = open_run(spec)
         loop.step = manager.resume(loop.workload, loop.history)
         resumed = loop.step
-        stop = loop.advance(until)
+        loop.advance(until)
     finally:
         summary = manager.close()
-    return {
-        "refused": summary.last_error,
-        "resumed": resumed,
-        "losses": loop.history.losses[resumed:],
-        "digest": _digest(loop.workload),
-        "stopped": stop.message if stop else None,
-    }
+        manager.store.delete(manager.identity.prefix)
+    return Continuation(
+        resumed=resumed,
+        refused=summary.last_error,
+        losses=loop.history.losses[resumed:],
+        digest=_digest(loop.workload),
+    )
 
 
 def restart_check(spec: RunSpec) -> Stop | None:
     """None when the run restarts exactly; a `restart` stop naming the reason otherwise."""
-    from ablations.driver import open_run
-
     spec = check_spec(spec)
     assert spec.checkpoint is not None, "the restart check needs a checkpoint section"
-    early = min(EARLY_STEPS, spec.steps)
-    until = min(early + spec.stop_rules.restart.check_steps, spec.steps)
-
-    def stop(message: str, value: float | None = None) -> Stop:
-        return Stop(
-            rule="restart", step=early, value=value, message=f"no usable restart: {message}"
-        )
-
-    manager = CheckpointManager(spec, retry=Retry(attempts=2, backoff_seconds=0.5))
-    manager.store.delete(manager.identity.prefix)  # a leftover check never resumes itself
+    # A failed save or reload leaves a partial check behind; nothing of it may remain.
+    store = open_store(spec.checkpoint)
+    identity = Identity(spec.campaign_id, spec.run_id, spec.plan_hash)
     try:
-        reference = open_run(spec)
-        reference.advance(early)
-        manager.save(early, reference.workload, reference.history)
-        summary = manager.close()
-        if summary.failures or summary.saves != 1:
-            return stop(
-                f"the checkpoint at step {early} could not be written: {summary.last_error}"
-            )
-        reference.advance(until)
-        expected = reference.history.losses[early:]
+        reference = reference_half(spec)
+        if isinstance(reference, Stop):
+            return reference
         try:
-            got = _reload(spec, until)
+            got = _continue_elsewhere(spec, reference.until)
         except Exception as exc:  # any failure to reload is exactly what this check reports
-            return stop(f"reloading the checkpoint failed: {type(exc).__name__}: {exc}")
-        if got["resumed"] != early:
-            why = f" ({got['refused']})" if got.get("refused") else ""
-            return stop(f"reloaded step {got['resumed']}, expected {early}{why}")
-        losses = [float(v) for v in got["losses"]]  # type: ignore[attr-defined]
-        exact = reference.device.type == "cpu" or torch.are_deterministic_algorithms_enabled()
-        if len(losses) != len(expected):
-            return stop(f"{len(losses)} steps after reload, expected {len(expected)}")
-        for i, (a, b) in enumerate(zip(expected, losses, strict=True)):
-            same = a == b if exact else math.isclose(a, b, rel_tol=CUDA_REL_TOL)
-            if not same:
-                return stop(
-                    f"step {early + i + 1} after reload has loss {b!r}, the uninterrupted "
-                    f"run {a!r}: the checkpoint misses part of the training state",
-                    value=abs(a - b),
-                )
-        if exact and got["digest"] != _digest(reference.workload):
-            return stop(f"weights after {until} steps differ from the uninterrupted run's")
-        return None
+            return reload_failed(reference, exc)
+        return verdict(reference, got)
     finally:
-        manager.store.delete(manager.identity.prefix)
+        store.delete(identity.prefix)
 
 
-def _reload(spec: RunSpec, until: int) -> dict[str, object]:
+def _continue_elsewhere(spec: RunSpec, until: int) -> Continuation:
     assert spec.checkpoint is not None
     if spec.checkpoint.store.startswith("memory://"):
         return continue_from_checkpoint(spec, until)  # a fresh instance, in this process
@@ -144,12 +149,11 @@ def _reload(spec: RunSpec, until: int) -> dict[str, object]:
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-3:]
         raise RuntimeError(f"fresh process exited {done.returncode}: {' | '.join(tail)}")
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return Continuation.model_validate_json(done.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 2:
         torch.set_num_threads(int(sys.argv[2]))
     spec_in = RunSpec.model_validate_json(sys.stdin.read())
-    print(json.dumps(continue_from_checkpoint(spec_in, int(sys.argv[1]))))
+    print(continue_from_checkpoint(spec_in, int(sys.argv[1])).model_dump_json())

@@ -1,0 +1,145 @@
+"""The temporary Prefect server of one `ablate run`: Prefect's ephemeral server, started first.
+
+Prefect's ephemeral mode starts this same server (uvicorn over the API app, UI off, the
+ephemeral services) when the flow makes its first API call, after the process has imported
+Prefect's server package: seconds of import plus seconds of start, all on the campaign's
+critical path. Started as the command's first act (a subprocess, nothing imported here), it
+comes up while the plan loads, the slot workers import torch and the flow is imported; the
+campaign then talks to it through PREFECT_API_URL, and it stops when the command ends.
+Nothing for the user to start or stop, as with Prefect's own ephemeral mode.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+PORT_IN_USE = 3
+"""uvicorn's exit code when the port was taken between our probe and its bind."""
+SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"}
+"""What Prefect sets for its ephemeral server: no UI, the ephemeral set of services."""
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _site_packages() -> str:
+    spec = importlib.util.find_spec("prefect")  # found, not imported: that costs a second
+    if spec is None or spec.origin is None:
+        raise RuntimeError("prefect is not installed in this environment")
+    return str(Path(spec.origin).parent.parent)
+
+
+class TemporaryServer:
+    """A Prefect API server on a free loopback port for the lifetime of this process."""
+
+    def __init__(self) -> None:
+        # The server's stderr, kept for the error message if it fails; open while it runs.
+        self._log = tempfile.TemporaryFile(mode="w+", prefix="ablate-server-")  # noqa: SIM115
+        self._process: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self._launch()
+        # After Prefect's own exit hooks (they flush events and logs to this server).
+        atexit.register(self.stop)
+
+    def _launch(self) -> None:
+        self.port = _free_port()
+        command = [
+            *(sys.executable, "-m", "uvicorn", "--app-dir", _site_packages()),
+            *("--factory", "prefect.server.api.server:create_app"),
+            *("--host", "127.0.0.1", "--port", str(self.port)),
+            *("--log-level", "error", "--lifespan", "on"),
+        ]
+        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        self._process = subprocess.Popen(
+            command,
+            env={**env, **SERVER_ENV},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+        )
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def wait_ready(self, timeout_s: float) -> str:
+        """Block until the server answers its health check; return its API URL."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            assert self._process is not None
+            code = self._process.poll()
+            if code == PORT_IN_USE:
+                self._launch()
+                continue
+            if code is not None:
+                raise RuntimeError(f"the temporary Prefect server exited ({code}): {self._tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.api_url}/health", timeout=2) as reply:
+                    if reply.status == 200:
+                        return self.api_url
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(
+            f"the temporary Prefect server did not answer in {timeout_s:.0f} s "
+            f"(raise PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS): {self._tail()}"
+        )
+
+    def _tail(self) -> str:
+        self._log.seek(0)
+        lines = self._log.read().strip().splitlines()
+        return " | ".join(lines[-3:]) or "no output"
+
+    def stop(self) -> None:
+        """Stop the server (idempotent)."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._log.close()
+
+
+def start_unless_configured() -> TemporaryServer | None:
+    """Start a temporary server now, unless PREFECT_API_URL names one (call this first)."""
+    return None if os.environ.get("PREFECT_API_URL") else TemporaryServer()
+
+
+@contextmanager
+def campaign_api(server: TemporaryServer | None) -> Iterator[None]:
+    """Point Prefect at the temporary server for the block, once it answers.
+
+    A server named in the Prefect profile, or ephemeral mode turned off there, wins: the
+    temporary server stops and Prefect does what it would have done without us."""
+    if server is None:
+        yield
+        return
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    settings = get_current_settings()
+    if settings.api.url or not settings.server.ephemeral.enabled:
+        server.stop()
+        yield
+        return
+    url = server.wait_ready(settings.server.ephemeral.startup_timeout_seconds)
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        yield
