@@ -6,17 +6,20 @@ import argparse
 import json
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ablations.campaign_phases import slot_warmup
 from ablations.campaign_state import existing_registration, load_json
 from ablations.cli import EXIT_OK, command
 from ablations.errors import PlanError, Problem
 from ablations.plan import Plan
-from ablations.plan_io import load_plan
+from ablations.plan_io import load_plan, workload_module_problem
 from ablations.slot_runtime import open_slots
 from ablations.slots import plan_slots
 from ablations.worker import SlotWorker
+
+if TYPE_CHECKING:
+    from flows.local_server import TemporaryServer
 
 
 def add_campaign_parsers(sub: Any) -> None:
@@ -67,16 +70,32 @@ def add_campaign_parsers(sub: Any) -> None:
 @command("run")
 def run_command(args: argparse.Namespace) -> int:
     from flows.environment import quiet_prefect
-    from flows.local_server import campaign_api, start_unless_configured
+    from flows.local_server import start_unless_configured
 
     quiet_prefect()
     local = args.pool is None
     # Bad input exits 2 here, before any work starts. A local campaign's workload is
     # imported (and so checked) in its slot workers below: this process never loads torch.
     plan = load_plan(args.plan, check_workload=not local)
+    missing = workload_module_problem(plan.workload.entry)
+    if missing is not None:
+        raise PlanError([missing], str(args.plan))
     # Now, so it comes up while everything below runs (with --pool the runs' hosts need a
     # server they can reach, which a temporary one on loopback is not).
     server = start_unless_configured() if local else None
+    try:
+        return _run_campaign(args, plan, local, server)
+    except BaseException:
+        if server is not None:  # at once; a finished campaign stops it after Prefect's drains
+            server.stop()
+        raise
+
+
+def _run_campaign(
+    args: argparse.Namespace, plan: Plan, local: bool, server: TemporaryServer | None
+) -> int:
+    from flows.local_server import campaign_api
+
     out_dir = (args.out or Path("runs") / plan.campaign.id).resolve()
     existing_registration(plan, out_dir)  # a conflicting folder is refused before Prefect starts
     if local:

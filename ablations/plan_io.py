@@ -96,15 +96,24 @@ def _expanded_size(
     return total
 
 
-def workload_import_problem(entry: str) -> Problem | None:
-    """Why `module:attr` cannot be imported, or None when it can."""
-    module_name, _, attr = entry.partition(":")
+def workload_module_problem(entry: str) -> Problem | None:
+    """Why the module of `module:attr` cannot be found (without importing it), or None."""
+    module_name = entry.partition(":")[0]
     try:
         found = importlib.util.find_spec(module_name)
     except (ImportError, ValueError):
         found = None
     if found is None:
         return Problem("workload.entry", f"module {module_name!r} cannot be found", entry)
+    return None
+
+
+def workload_import_problem(entry: str) -> Problem | None:
+    """Why `module:attr` cannot be imported, or None when it can."""
+    module_name, _, attr = entry.partition(":")
+    missing = workload_module_problem(entry)
+    if missing is not None:
+        return missing
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # a user's module can fail in any way; report it, do not crash

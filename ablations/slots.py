@@ -72,9 +72,12 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
-def threads_per_core() -> int:
+SIBLINGS = Path("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
+"""Linux: the hardware threads sharing CPU 0's core, e.g. `0`, `0-1` or `0,64`."""
+
+
+def threads_per_core(siblings: Path = SIBLINGS) -> int:
     """Hardware threads per physical core (2 with hyperthreading; 1 where unknown)."""
-    siblings = Path("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
     try:
         text = siblings.read_text().strip()
     except OSError:

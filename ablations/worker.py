@@ -115,6 +115,11 @@ class SlotWorker:
         self._process, self._conn = process, parent
         self._warmed = False
 
+    @property
+    def pid(self) -> int | None:
+        """The worker process's id (None before it starts)."""
+        return self._process.pid if self._process is not None else None
+
     def workload_problem(self) -> str | None:
         """Wait for the worker's warm-up; why the workload does not import there, or None."""
         with self._lock:

@@ -17,6 +17,7 @@ continuation is a fresh workload instance in this process instead.
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 
@@ -81,6 +82,7 @@ def reference_half(spec: RunSpec) -> RestartReference | Stop:
         losses=reference.history.losses[early:],
         digest=_digest(reference.workload),
         exact=reference.device.type == "cpu" or torch.are_deterministic_algorithms_enabled(),
+        pid=os.getpid(),
     )
 
 
@@ -103,6 +105,7 @@ def continue_from_checkpoint(spec: RunSpec, until: int) -> Continuation:
         refused=summary.last_error,
         losses=loop.history.losses[resumed:],
         digest=_digest(loop.workload),
+        pid=os.getpid(),
     )
 
 

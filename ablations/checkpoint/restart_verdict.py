@@ -32,6 +32,8 @@ class RestartReference(Record):
     """sha256 of the weights at `until`."""
     exact: bool
     """Whether bitwise agreement is expected (CPU, or deterministic CUDA kernels)."""
+    pid: int
+    """The process that saved (the continuation must run in another)."""
 
 
 class Continuation(Record):
@@ -45,6 +47,8 @@ class Continuation(Record):
     """Why the store's checkpoint was refused, when it was."""
     losses: list[float]
     digest: str
+    pid: int
+    """The process that resumed."""
 
 
 def check_spec(spec: RunSpec) -> RunSpec:

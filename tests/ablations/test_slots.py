@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from ablations.errors import AblationError
 from ablations.plan_sections import ResourcesSection
-from ablations.slots import SlotPool, plan_slots
+from ablations.slots import SlotPool, plan_slots, threads_per_core, usable_cpus
 
 
 def test_cpu_slot_count_and_threads() -> None:
@@ -51,3 +52,19 @@ def test_pool_never_leases_one_slot_twice() -> None:
     for t in threads:
         t.join()
     assert overlaps == [] and active == {"a": 0, "b": 0}
+
+
+@pytest.mark.parametrize(("text", "threads"), [("0", 1), ("0-1", 2), ("0,64", 2), ("3-6", 4)])
+def test_threads_per_core_from_the_sibling_list(tmp_path: Path, text: str, threads: int) -> None:
+    siblings = tmp_path / "thread_siblings_list"
+    siblings.write_text(text + "\n")
+    assert threads_per_core(siblings) == threads
+    assert threads_per_core(tmp_path / "missing") == 1
+
+
+def test_auto_cpu_slots_are_one_per_physical_core_with_the_threads_split() -> None:
+    slots = plan_slots(ResourcesSection(devices="auto"))
+    if slots[0].device == "cpu":
+        cores = usable_cpus()
+        assert len(slots) == max(1, cores // threads_per_core())
+        assert all(s.cpu_threads == max(1, cores // len(slots)) for s in slots)

@@ -74,6 +74,12 @@ HAND_WRITTEN: list[tuple[str, Any, str]] = [
     ("devices-bad", _set(DEMO, "resources.devices", "gpu0"), "resources.devices"),
     ("pilot-unknown-variant", _set(DEMO, "pilot.variants", ["nope"]), "pilot.variants"),
     ("workload-entry-missing-module", _set(DEMO, "workload.entry", "no_such.mod:X"), "workload"),
+    # Found but without the class: for `run`, the slot workers' import reports it.
+    (
+        "workload-entry-missing-class",
+        _set(DEMO, "workload.entry", "ablations.workloads.digits:NoSuch"),
+        "has no 'NoSuch'",
+    ),
     ("budget-days", _set(DEMO, "budget.package.days", "forever"), "budget.package.days"),
     ("control-not-mapping", _set(DEMO, "control", [1, 2]), "control"),
     ("version-2", _set(DEMO, "version", 2), "version"),

@@ -1,0 +1,48 @@
+"""The temporary Prefect server of `ablate run`: up on loopback, used by Prefect, then gone."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+from flows.environment import quiet_prefect
+from flows.local_server import TemporaryServer, campaign_api, start_unless_configured
+
+quiet_prefect()
+
+
+def test_the_server_answers_prefect_uses_it_and_it_stops() -> None:
+    server = TemporaryServer()
+    try:
+        url = server.wait_ready(90)
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/api")
+        with urllib.request.urlopen(f"{url}/health", timeout=5) as reply:
+            assert json.loads(reply.read()) is True
+        from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+        # As in a fresh `ablate run`: no server configured (other tests' harness may be up).
+        with temporary_settings(restore_defaults={PREFECT_API_URL}):
+            with campaign_api(server):
+                assert get_current_settings().api.url == url
+            assert get_current_settings().api.url != url  # only for the campaign's duration
+    finally:
+        server.stop()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"{url}/health", timeout=2)
+
+
+def test_a_server_that_dies_is_an_error_naming_its_exit() -> None:
+    server = TemporaryServer()
+    assert server._process is not None
+    server._process.kill()
+    server._process.wait()
+    with pytest.raises(RuntimeError, match=r"temporary Prefect server exited \(-9\)"):
+        server.wait_ready(30)
+    server.stop()
+
+
+def test_a_configured_server_is_used_instead(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api")
+    assert start_unless_configured() is None
