@@ -40,7 +40,7 @@ from ablations.campaign_phases import (
 )
 from ablations.campaign_state import RECORDS, atomic_write_text, load_json, load_records
 from ablations.credentials import redact_url
-from ablations.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_run
+from ablations.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_runs
 from ablations.records import RunRecord
 from ablations.reload_doc import RELOAD_FILE, reload_markdown
 from ablations.report.build import REPORT_FILE
@@ -271,7 +271,5 @@ def record_ledger(out_dir: Path) -> None:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the campaign prints its own progress
     study = open_ledger(out_dir, registration.campaign_id, plan=plan)
-    for planned in registered_runs(out_dir):
-        record = records.get(planned.run_id)
-        if record is not None:
-            record_run(study, planned, record)
+    finished = [(p, records[p.run_id]) for p in registered_runs(out_dir) if p.run_id in records]
+    record_runs(study, finished)

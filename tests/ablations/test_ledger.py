@@ -21,6 +21,7 @@ from ablations.ledger import (
     absolute_ledger_url,
     open_ledger,
     record_run,
+    record_runs,
     resolve_ledger_url,
     search_space,
     trials_of,
@@ -220,3 +221,25 @@ def test_relative_url_resolves_from_the_output_folder(tmp_path: Path) -> None:
     assert resolve_ledger_url(LEDGER_URL, tmp_path) == absolute_ledger_url(tmp_path)
     assert absolute_ledger_url(tmp_path) == f"sqlite:///{tmp_path.resolve()}/ledger.db"
     assert resolve_ledger_url("postgresql://h/db", tmp_path) == "postgresql://h/db"
+
+
+def test_recording_many_runs_at_once_matches_one_by_one(
+    tmp_path: Path, campaign: Synthetic
+) -> None:
+    batch = open_ledger(tmp_path / "batch", "synthetic", plan=campaign.plan)
+    single = open_ledger(tmp_path / "single", "synthetic", plan=campaign.plan)
+    runs = [(r.planned, r.record) for r in campaign.runs if r.record is not None]
+    record_runs(batch, runs)
+    record_runs(batch, runs)  # idempotent: nothing new the second time
+    for planned, record in runs:
+        record_run(single, planned, record)
+    summary = [(t.user_attrs["run_id"], t.state, t.value) for t in batch.trials]
+    assert summary == [(t.user_attrs["run_id"], t.state, t.value) for t in single.trials]
+    assert len(summary) == sum(r.status != "trimmed" for _, r in runs) > 0
+    failed = next((p, r) for p, r in runs if r.status == "failed")
+    retried = failed[1].model_copy(
+        update={"status": "accepted", "error": None, "metrics": {"accuracy": 0.93}}
+    )
+    record_runs(batch, [(failed[0], retried)])
+    again = [t for t in batch.trials if t.user_attrs["run_id"] == failed[0].run_id]
+    assert [t.user_attrs.get("attempt") for t in again] == [None, 2]
