@@ -7,6 +7,7 @@ JSON schema (`ablate schema`), so editors can complete and explain a plan as it 
 from __future__ import annotations
 
 import math
+import os
 import re
 from typing import Annotated, Any, Literal
 
@@ -286,8 +287,9 @@ class Interval(Section):
 class CheckpointSection(Section):
     """Where and how often runs save their full training state."""
 
-    store: str = "file://./checkpoints"
-    """fsspec URL of the checkpoint store: `file://PATH`, `s3://BUCKET/PREFIX` or `memory://NAME`."""
+    store: str = "file://checkpoints"
+    """fsspec URL of the checkpoint store: `file://PATH` (a relative PATH is inside the
+    campaign's output folder), `s3://BUCKET/PREFIX` or `memory://NAME`."""
     endpoint_url: str | None = None
     """S3 endpoint for S3-compatible servers (credentials come from the environment only)."""
     interval: Interval = Interval()
@@ -298,6 +300,16 @@ class CheckpointSection(Section):
     """Most training time you accept to lose to an interruption; caps the `auto` interval."""
     keep_last: PositiveInt = 2
     """Committed checkpoints kept per run; the only committed one is never deleted."""
+
+    def in_folder(self, folder: str) -> CheckpointSection:
+        """This section with a relative `file://` store placed inside the campaign's output
+        folder: each campaign keeps its own checkpoints, and a restart finds them from any
+        working directory. Absolute paths, S3 and memory stores are unchanged."""
+        scheme, _, path = self.store.partition("://")
+        if scheme != "file" or os.path.isabs(path):
+            return self
+        inside = os.path.normpath(os.path.join(folder, path))
+        return self.model_copy(update={"store": f"file://{inside}"})
 
     @field_validator("interval", mode="before")
     @classmethod

@@ -26,6 +26,6 @@ def spec_for(plan: Plan, registration: Registration, run: PlannedRun) -> RunSpec
         direction=plan.metric.direction,
         threshold=plan.metric.threshold,
         stop_rules=plan.stop_rules,
-        checkpoint=plan.checkpoint,
+        checkpoint=plan.checkpoint.in_folder(registration.out_dir),
         out_dir=registration.out_dir,
     )

@@ -19,7 +19,7 @@ from tests.flows.conftest import TINY_PLAN
 
 
 def fault_plan(**changes: Any) -> dict[str, Any]:
-    """The tiny flow plan on the fault workload, a relative file store (one per cwd)."""
+    """The tiny flow plan on the fault workload, a relative file store (inside `out`)."""
     data = copy.deepcopy(TINY_PLAN)
     data["workload"]["entry"] = "tests.faults.workloads:FaultDigits"
     data["workload"]["steps"] = 200
@@ -31,7 +31,7 @@ def fault_plan(**changes: Any) -> dict[str, Any]:
 
 
 class Campaign:
-    """One campaign folder: `cwd/plan.yaml`, `cwd/out`, store `cwd/ckpt`, own PREFECT_HOME."""
+    """One campaign folder: `cwd/plan.yaml`, `cwd/out`, store `cwd/out/ckpt`, own PREFECT_HOME."""
 
     def __init__(self, cwd: Path, plan: dict[str, Any], prefect_home: Path) -> None:
         self.cwd = cwd

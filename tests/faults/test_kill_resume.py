@@ -58,7 +58,7 @@ def test_four_kills_then_the_same_results_as_an_uninterrupted_campaign(tmp_path:
     process = killed.start("--gate", "ui", ABLATE_FAULT_SLOW_UPLOAD=f"100:{marker}")
     kill_when(process, lambda: Path(f"{marker}.key").exists())
     assert (killed.out / "gate.json").exists()  # the gate timed out and was recorded
-    half = Path(marker.with_name("ckpt")) / Path(f"{marker}.key").read_text()
+    half = killed.out / "ckpt" / Path(f"{marker}.key").read_text()
     assert half.exists() and not (half.parent / "COMMIT.json").exists()
     interrupted_run = half.parent.parent.name
     assert_kept()

@@ -74,3 +74,36 @@ def test_file_store_root_is_fixed_when_opened(tmp_path: Path, monkeypatch: pytes
     store.put("k", b"v")
     assert (tmp_path / "ckpt" / "k").read_bytes() == b"v"
     assert isinstance(store, FsspecStore) and store.url == f"file://{tmp_path}/ckpt"
+
+
+@pytest.mark.parametrize(
+    ("store", "placed"),
+    [
+        ("file://checkpoints", "file:///runs/camp/checkpoints"),
+        ("file://./ckpt/../ckpt2", "file:///runs/camp/ckpt2"),
+        ("file:///data/ckpt", "file:///data/ckpt"),
+        ("s3://bucket/prefix", "s3://bucket/prefix"),
+        ("memory://name", "memory://name"),
+    ],
+)
+def test_a_relative_file_store_lives_in_the_output_folder(store: str, placed: str) -> None:
+    assert CheckpointSection(store=store).in_folder("/runs/camp").store == placed
+
+
+def test_run_specs_place_the_store_in_the_campaign_folder(tmp_path: Path) -> None:
+    from ablations.campaign_state import Registration
+    from ablations.plan_io import load_plan
+    from ablations.run_specs import spec_for
+    from ablations.variants import planned_runs
+    from tests.conftest import ROOT
+
+    plan = load_plan(ROOT / "ablations" / "recipes" / "demo.yaml", check_workload=False)
+    out = tmp_path / "out"
+    registration = Registration(
+        campaign_id=plan.campaign.id,
+        plan_hash="h" * 64,
+        out_dir=str(out),
+        registered_at=0.0,
+    )
+    spec = spec_for(plan, registration, planned_runs(plan, "h" * 64)[0])
+    assert spec.checkpoint is not None and spec.checkpoint.store == f"file://{out}/checkpoints"
