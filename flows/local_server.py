@@ -25,8 +25,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-PORT_IN_USE = 3
-"""uvicorn's exit code when the port was taken between our probe and its bind."""
+STARTUP_FAILED = 3
+"""uvicorn's exit code when startup failed: the port taken between our probe and its bind,
+or the app itself (a database another Prefect version migrated, say)."""
+RELAUNCHES = 3
+"""New ports tried when the port was taken."""
+LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+"""Health checks go straight to 127.0.0.1, whatever proxy the environment names."""
 SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"}
 """What Prefect sets for its ephemeral server: no UI, the ephemeral set of services."""
 
@@ -36,6 +41,16 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def _taken(port: int) -> bool:
+    """Whether something else holds `port` now (a lost race for it, not a failed app)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+        return False
 
 
 def _site_packages() -> str:
@@ -81,16 +96,21 @@ class TemporaryServer:
     def wait_ready(self, timeout_s: float) -> str:
         """Block until the server answers its health check; return its API URL."""
         deadline = time.monotonic() + timeout_s
+        relaunches = 0
         while time.monotonic() < deadline:
             assert self._process is not None
             code = self._process.poll()
-            if code == PORT_IN_USE:
+            if code == STARTUP_FAILED and relaunches < RELAUNCHES and _taken(self.port):
+                relaunches += 1
                 self._launch()
                 continue
             if code is not None:
-                raise RuntimeError(f"the temporary Prefect server exited ({code}): {self._tail()}")
+                raise RuntimeError(
+                    f"the temporary Prefect server exited ({code}): {self._tail()}; "
+                    "try `prefect server start` and PREFECT_API_URL to see its log"
+                )
             try:
-                with urllib.request.urlopen(f"{self.api_url}/health", timeout=2) as reply:
+                with LOOPBACK.open(f"{self.api_url}/health", timeout=2) as reply:
                     if reply.status == 200:
                         return self.api_url
             except (urllib.error.URLError, ConnectionError, TimeoutError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,12 @@ from flows.environment import quiet_prefect
 from flows.local_server import TemporaryServer, campaign_api, start_unless_configured
 
 quiet_prefect()
+
+
+@pytest.fixture(autouse=True)
+def own_prefect_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database of its own: the machine's may belong to another Prefect version."""
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
 
 
 def test_the_server_answers_prefect_uses_it_and_it_stops() -> None:
@@ -41,6 +48,19 @@ def test_a_server_that_dies_is_an_error_naming_its_exit() -> None:
     with pytest.raises(RuntimeError, match=r"temporary Prefect server exited \(-9\)"):
         server.wait_ready(30)
     server.stop()
+
+
+def test_a_server_whose_app_fails_to_start_is_reported_not_relaunched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A database URL nothing can open: the app's startup fails (uvicorn exit 3, port free).
+    monkeypatch.setenv("PREFECT_SERVER_DATABASE_CONNECTION_URL", "sqlite+aiosqlite:////proc/x/db")
+    server = TemporaryServer()
+    try:
+        with pytest.raises(RuntimeError, match=r"temporary Prefect server exited \(3\)"):
+            server.wait_ready(60)
+    finally:
+        server.stop()
 
 
 def test_a_configured_server_is_used_instead(monkeypatch: pytest.MonkeyPatch) -> None:
