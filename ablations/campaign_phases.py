@@ -31,7 +31,7 @@ from ablations.preflight import preflight_across
 from ablations.records import PreflightReport, RunRecord
 from ablations.remote_runs import RemoteRunner, pool_for
 from ablations.run_specs import spec_for
-from ablations.slot_runtime import other_process, slots_for
+from ablations.slot_runtime import other_process, results_writer, slots_for
 from ablations.variants import CONTROL, PlannedRun, planned_runs
 from ablations.worker import SlotWorker, Warmup
 
@@ -83,7 +83,19 @@ def slot_warmup(plan: Plan, out_dir: Path) -> Warmup:
     return Warmup(
         workload_entry=plan.workload.entry,
         restart_check=check and not (out_dir / PREFLIGHT).exists(),
+        results=True,
     )
+
+
+def export_outputs(out_dir: Path) -> Path:
+    """The results step: in the first slot's worker, which imported its libraries while it
+    waited (the campaign process never loads them); here when the runs went to a work pool."""
+    writer = results_writer(str(out_dir))
+    if writer is not None:
+        return writer.write_outputs(out_dir)
+    from ablations.export import write_outputs
+
+    return write_outputs(out_dir)
 
 
 def preflight_once(out_dir: Path) -> PreflightReport:

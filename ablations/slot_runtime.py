@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ablations.errors import AblationError
 from ablations.slots import SlotPool, SlotSpec
@@ -45,8 +45,9 @@ def open_slots(
         yield existing.pool
         return
     warmup = warmup or Warmup()
-    pool = SlotPool([SlotWorker(slot, warmup) for slot in slots])
-    spare = SlotWorker(slots[0], warmup) if warmup.restart_check and len(slots) == 1 else None
+    others = replace(warmup, results=False)  # the first slot writes the results
+    pool = SlotPool([SlotWorker(s, warmup if i == 0 else others) for i, s in enumerate(slots)])
+    spare = SlotWorker(slots[0], others) if warmup.restart_check and len(slots) == 1 else None
     workers = [*pool.slots, *([spare] if spare else [])]
     for worker in workers:
         worker.start()
@@ -75,6 +76,15 @@ def _runtime(key: str) -> _Runtime:
 def slots_for(key: str) -> SlotPool[SlotWorker]:
     """The slot pool of the running campaign `key`."""
     return _runtime(key).pool
+
+
+def results_writer(key: str) -> SlotWorker | None:
+    """The worker that writes the results (the first slot's), or None without local slots.
+
+    Not leased: the results step comes after every run has returned its slot."""
+    with _LOCK:
+        runtime = _RUNTIMES.get(key)
+    return runtime.pool.slots[0] if runtime is not None and runtime.pool.slots else None
 
 
 @contextmanager

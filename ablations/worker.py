@@ -7,12 +7,15 @@ A worker that dies fails only the run it held; the next run gets a fresh worker.
 
 Jobs: `run` (a run record back), `preflight` (the whole preflight on this slot: work-pool
 hosts), `preflight-start` (the campaign's preflight up to the restart check's verdict) and
-`continue` (a restart check's continuation, in a process that did not save it).
+`continue` (a restart check's continuation, in a process that did not save it) and `results`
+(the campaign's results step, so the campaign process never loads their libraries).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import multiprocessing as mp
 import os
 import sys
@@ -20,6 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any, Literal
 
 from ablations.checkpoint.restart_verdict import Continuation
@@ -29,7 +33,7 @@ from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots import SlotSpec
 
 _POLL_SECONDS = 0.5
-JobKind = Literal["run", "preflight", "preflight-start", "continue"]
+JobKind = Literal["run", "preflight", "preflight-start", "continue", "results"]
 
 
 @dataclass(frozen=True)
@@ -40,13 +44,23 @@ class Warmup:
     """The workload's `module:Class`: its module is imported at start, not in the first run."""
     restart_check: bool = False
     """The preflight's restart check is still to run (a single slot then starts a spare)."""
+    results: bool = False
+    """This slot writes the results at the end: it imports their libraries (pandas,
+    matplotlib, optuna: seconds) in the background while it waits for its first job."""
 
 
 def _serve(
-    conn: Connection, visible_devices: str, cpu_threads: int, workload_entry: str | None
+    conn: Connection,
+    visible_devices: str,
+    cpu_threads: int,
+    workload_entry: str | None,
+    results: bool,
 ) -> None:
     """The child's main loop: receive jobs, do them, send the results back as JSON."""
     conn.send(prepare_torch_process(visible_devices, cpu_threads, workload_entry))
+    if results:
+        preload = functools.partial(importlib.import_module, "ablations.export")
+        threading.Thread(target=preload, daemon=True).start()
     from ablations.runner import continue_check, preflight_start, run_preflight, run_spec
 
     while True:
@@ -61,6 +75,9 @@ def _serve(
             sys.stderr.flush()
             os._exit(0)
         kind, payload, extra = message
+        if kind == "results":
+            conn.send(_write_outputs(payload))
+            continue
         spec = RunSpec.model_validate_json(payload)
         if kind == "preflight":
             conn.send(run_preflight(spec, extra).model_dump_json())
@@ -73,6 +90,16 @@ def _serve(
                 conn.send(f"!{type(exc).__name__}: {exc}")
         else:
             conn.send(run_spec(spec).model_dump_json())
+
+
+def _write_outputs(out_dir: str) -> str:
+    """The results step in this process: the manifest's path, or `!` and what went wrong."""
+    try:
+        from ablations.export import write_outputs
+
+        return str(write_outputs(Path(out_dir)))
+    except Exception as exc:  # the campaign process raises it as the results task's error
+        return f"!{type(exc).__name__}: {exc}"
 
 
 class SlotWorker:
@@ -106,6 +133,7 @@ class SlotWorker:
                 self.slot.visible_devices,
                 self.slot.cpu_threads,
                 self.warmup.workload_entry,
+                self.warmup.results,
             ),
             name=f"ablate-slot-{self.slot.name}",
             daemon=True,
@@ -174,12 +202,22 @@ class SlotWorker:
             raise RuntimeError(reply[1:])
         return Continuation.model_validate_json(reply)
 
+    def write_outputs(self, out_dir: Path) -> Path:
+        """The results step (ledger, report, manifest) in this worker; raises on failure."""
+        reply = self._call("results", str(out_dir), None)
+        if reply is None:
+            raise RuntimeError(f"the worker process of slot {self.slot.name} died writing results")
+        if reply.startswith("!"):
+            raise RuntimeError(f"writing the results failed: {reply[1:]}")
+        return Path(reply)
+
     def _died_in_preflight(self) -> PreflightStart:
         message = f"the worker process of slot {self.slot.name} died during preflight"
         return PreflightStart(error=RunError(type="WorkerCrashed", message=message))
 
-    def _call(self, kind: JobKind, spec: RunSpec, extra: object) -> str | None:
-        """Send one job and wait for its reply; None when the worker died meanwhile."""
+    def _call(self, kind: JobKind, job: RunSpec | str, extra: object) -> str | None:
+        """Send one job (a spec, or the output folder for `results`) and wait for its reply;
+        None when the worker died meanwhile."""
         with self._lock:
             if self._process is None or not self._process.is_alive():
                 if self._process is not None:
@@ -187,9 +225,10 @@ class SlotWorker:
                 self._start()
             assert self._conn is not None
             self._await_warmup()
-            local = spec.model_copy(update={"device": self.slot.local_device})
+            if isinstance(job, RunSpec):
+                job = job.model_copy(update={"device": self.slot.local_device}).model_dump_json()
             try:
-                self._conn.send((kind, local.model_dump_json(), extra))
+                self._conn.send((kind, job, extra))
                 while not self._conn.poll(_POLL_SECONDS):
                     if not self._process.is_alive():
                         return None

@@ -201,7 +201,7 @@ def ablation_campaign(
                 table=record_rows(main_records, plan.metric.name),
                 description="Main-phase runs",
             )
-    manifest = write_results(folder)
+        manifest = write_results(folder)  # in a slot's worker, while the slots are open
     update_progress_artifact(progress, 100.0)  # type: ignore[arg-type]
     say(f"results: {manifest}")
     return manifest

@@ -8,7 +8,7 @@ import pytest
 
 from ablations.records import RunSpec
 from ablations.slots import SlotSpec
-from ablations.worker import SlotWorker
+from ablations.worker import SlotWorker, Warmup
 from tests.ablations.checkpoint.workloads import CRASH_AT
 
 
@@ -47,3 +47,16 @@ def test_a_crashed_worker_fails_its_run_and_is_replaced(
         assert healthy.slot == "cpu#0" and worker.restarts == 1
     finally:
         worker.close()
+
+
+def test_the_results_step_runs_in_the_worker_and_reports_its_failure(tmp_path: Path) -> None:
+    worker = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1), Warmup(results=True))
+    try:
+        failed = r"writing the results failed: FileNotFoundError: .*plan\.yaml"
+        with pytest.raises(RuntimeError, match=failed):
+            worker.write_outputs(tmp_path)  # not a campaign folder
+        healthy = worker.run(_spec("b-s0-2", "ablations.workloads.digits:DigitsWorkload"))
+        assert healthy.status == "accepted"  # the worker goes on after a failed results step
+    finally:
+        worker.close()
+    assert not (tmp_path / "manifest.json").exists()
