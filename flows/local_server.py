@@ -12,8 +12,10 @@ Nothing for the user to start or stop, as with Prefect's own ephemeral mode.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -28,6 +30,8 @@ from pathlib import Path
 STARTUP_FAILED = 3
 """uvicorn's exit code when startup failed: the port taken between our probe and its bind,
 or the app itself (a database another Prefect version migrated, say)."""
+PR_SET_PDEATHSIG = 1
+"""prctl option: the signal a process gets when its parent dies (Linux)."""
 RELAUNCHES = 3
 """New ports tried when the port was taken."""
 LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -41,6 +45,14 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def _die_with_parent() -> None:
+    """In the server's process before exec (Linux): SIGTERM it when the campaign process
+    dies, even by SIGKILL, so no orphaned server holds the database. (Strictly: when the
+    thread that started it ends; `ablate run` starts it from its main thread, first.)"""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _taken(port: int) -> bool:
@@ -87,6 +99,7 @@ class TemporaryServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._log,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
 
     @property

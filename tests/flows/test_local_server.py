@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -10,6 +14,7 @@ import pytest
 
 from flows.environment import quiet_prefect
 from flows.local_server import TemporaryServer, campaign_api, start_unless_configured
+from tests.conftest import ROOT
 
 quiet_prefect()
 
@@ -66,3 +71,33 @@ def test_a_server_whose_app_fails_to_start_is_reported_not_relaunched(
 def test_a_configured_server_is_used_instead(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4200/api")
     assert start_unless_configured() is None
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="parent-death signal is Linux-only")
+def test_the_server_goes_when_the_campaign_process_is_killed(tmp_path: Path) -> None:
+    script = (
+        "import sys, time\n"
+        "from flows.local_server import TemporaryServer\n"
+        "s = TemporaryServer(); print(s._process.pid, flush=True); time.sleep(120)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    server_pid = int(parent.stdout.readline())
+    os.kill(server_pid, 0)  # running
+    parent.kill()  # SIGKILL: no atexit, no cleanup
+    parent.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _alive(server_pid):
+        time.sleep(0.1)
+    assert not _alive(server_pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()
+    return stat[0] != "Z"  # a zombie awaiting its reaper is gone for our purpose
