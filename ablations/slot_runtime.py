@@ -53,8 +53,10 @@ def open_slots(
         worker.start()
     with _LOCK:
         _RUNTIMES[key] = _Runtime(pool, spare)
+    finished = False
     try:
         yield pool
+        finished = True
     finally:
         with _LOCK:
             runtime = _RUNTIMES.pop(key, None)
@@ -62,7 +64,7 @@ def open_slots(
         for worker in workers:  # all at once: each exit then overlaps the others'
             worker.ask_to_finish()
         for worker in workers:
-            worker.close()
+            worker.close(wait=finished)
 
 
 def _runtime(key: str) -> _Runtime:

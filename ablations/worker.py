@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from ablations.checkpoint.restart_verdict import Continuation
 from ablations.preflight import PreflightStart
-from ablations.process_warmup import prepare_torch_process
+from ablations.process_warmup import preload_for_training, prepare_torch_process
 from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots import SlotSpec
 
@@ -58,6 +58,7 @@ def _serve(
 ) -> None:
     """The child's main loop: receive jobs, do them, send the results back as JSON."""
     conn.send(prepare_torch_process(visible_devices, cpu_threads, workload_entry))
+    preload_for_training()
     if results:
         preload = functools.partial(importlib.import_module, "ablations.export")
         threading.Thread(target=preload, daemon=True).start()
@@ -254,12 +255,13 @@ class SlotWorker:
             ended_at=time.time(),
         )
 
-    def close(self) -> None:
-        """Ask the worker to finish, then make sure it is gone."""
+    def close(self, *, wait: bool = True) -> None:
+        """Ask the worker to finish, then make sure it is gone (`wait=False`: kill it now,
+        as when the campaign stops on an error; its run resumes from its checkpoint)."""
         self.ask_to_finish()
         if self._process is None:
             return
-        self._process.join(timeout=10)
+        self._process.join(timeout=10 if wait else 0)
         if self._process.is_alive():
             self._process.kill()
             self._process.join(timeout=5)
