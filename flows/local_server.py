@@ -47,12 +47,17 @@ def _free_port() -> int:
         return port
 
 
+# Looked up here, not in the forked child: between fork and exec the child should only call
+# what is already loaded (another thread may have held the loader's lock at the fork).
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+
+
 def _die_with_parent() -> None:
     """In the server's process before exec (Linux): SIGTERM it when the campaign process
     dies, even by SIGKILL, so no orphaned server holds the database. (Strictly: when the
     thread that started it ends; `ablate run` starts it from its main thread, first.)"""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _taken(port: int) -> bool:
@@ -99,7 +104,7 @@ class TemporaryServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._log,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=_die_with_parent if _PRCTL is not None else None,
         )
 
     @property
