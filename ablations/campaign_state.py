@@ -160,3 +160,29 @@ def load_json(out_dir: Path, name: str) -> dict[str, Any] | None:
     """A small state file's content, or None."""
     path = out_dir / name
     return json.loads(path.read_text()) if path.exists() else None
+
+
+MANIFEST = "manifest.json"
+
+
+class NotACampaignFolder(AblationError):
+    """The path is not an output folder of `ablate run` (no readable manifest)."""
+
+
+def read_manifest(out_dir: Path) -> dict[str, Any]:
+    """The folder's manifest; `NotACampaignFolder` when there is none to read."""
+    if not out_dir.is_dir():
+        raise NotACampaignFolder(f"{out_dir} is not a folder")
+    path = out_dir / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise NotACampaignFolder(
+            f"{out_dir} has no {MANIFEST} ({path} does not exist): is it the output folder "
+            "of `ablate run --out`?"
+        ) from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotACampaignFolder(f"{path} is not readable JSON: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+        raise NotACampaignFolder(f"{path} holds no 'runs' list: it is not a campaign manifest")
+    return data

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ablations.campaign_state import MANIFEST, read_manifest
 from ablations.errors import AblationError
 from ablations.verify_files import (
     Problem,
@@ -46,17 +47,13 @@ CROSS_DEVICE_TOLERANCE = 1e-2
 """The same, for a run that trained on a GPU and is re-evaluated on the CPU: logits differ by
 float noise there, which may flip a near-tied prediction or two (untested without a GPU)."""
 REEVALUATION_DEVICE = "cpu"
-MANIFEST, PLAN, RUNS_CSV, RECORDS = "manifest.json", "plan.yaml", "runs.csv", "records"
+PLAN, RUNS_CSV, RECORDS = "plan.yaml", "runs.csv", "records"
 REQUIRED = (
     *("campaign_id", "plan_hash", "code_version", "environment", "ledger_url", "gate"),
     *("budget", "runs", "files"),
 )
 REQUIRED_FILES = (PLAN, RUNS_CSV, "REPORT.md", "RELOAD.md")
 RECORD_FIELDS = ("status", "stop", "error", "steps_done", "metrics", "device", "started_at")
-
-
-class NotACampaignFolder(AblationError):
-    """The path is not an output folder of `ablate run` (no readable manifest)."""
 
 
 @dataclass
@@ -71,24 +68,6 @@ class Verification:
     files: int = 0
     models: int = 0
     checkpoints: int = 0
-
-
-def read_manifest(out_dir: Path) -> dict[str, Any]:
-    """The folder's manifest; `NotACampaignFolder` when there is none to read."""
-    if not out_dir.is_dir():
-        raise NotACampaignFolder(f"{out_dir} is not a folder")
-    path = out_dir / MANIFEST
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise NotACampaignFolder(
-            f"{out_dir} has no {MANIFEST}: is it the output folder of `ablate run --out`?"
-        ) from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise NotACampaignFolder(f"{path} is not readable JSON: {exc}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
-        raise NotACampaignFolder(f"{path} holds no 'runs' list: it is not a campaign manifest")
-    return data
 
 
 def verify_folder(

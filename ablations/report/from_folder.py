@@ -7,21 +7,19 @@ artifacts name. Nothing outside the folder is consulted, so a copied folder rebu
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from ablations.campaign_state import MANIFEST, read_manifest
 from ablations.errors import AblationError
 from ablations.plan_io import load_plan
 from ablations.records import RunRecord
 from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.inputs import ReportRun, assemble_inputs
 from ablations.variants import PlannedRun
-
-MANIFEST = "manifest.json"
 
 
 class ReportError(AblationError):
@@ -41,21 +39,6 @@ def run_from_row(row: dict[str, Any]) -> ReportRun:
     return ReportRun(planned=planned, record=RunRecord.model_validate(fields))
 
 
-def _manifest(out_dir: Path) -> dict[str, Any]:
-    path = out_dir / MANIFEST
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ReportError(
-            f"{path} does not exist: is {out_dir} the output folder of `ablate run --out`?"
-        ) from exc
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ReportError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
-        raise ReportError(f"{path} holds no 'runs' list; it is not a campaign manifest")
-    return data
-
-
 def _budget_markdown(budget: Any) -> str | None:
     if not isinstance(budget, dict) or not budget:
         return None
@@ -68,7 +51,7 @@ def _budget_markdown(budget: Any) -> str | None:
 def rebuild_report(out_dir: Path) -> Path:
     """Rewrite `out_dir/REPORT.md` and its PNGs from the folder; return the report's path."""
     out_dir = Path(out_dir)
-    manifest = _manifest(out_dir)
+    manifest = read_manifest(out_dir)
     plan_path = out_dir / "plan.yaml"
     if not plan_path.exists():
         raise ReportError(f"{plan_path} does not exist; the registered plan is needed")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from ablations.campaign_state import NotACampaignFolder, read_manifest
 from ablations.cli import main
 from ablations.credentials import find_credentials, redact_url, secret_values
-from ablations.verify import NotACampaignFolder, read_manifest
 from ablations.verify_files import check_entry, scan_paths
 
 
