@@ -161,15 +161,20 @@ class SlotWorker:
         """Read the warm-up report the child sends first (once per process; lock held)."""
         if self._warmed:
             return
+        received, problem = self._receive()
+        if received:  # else it died: the job that follows finds it dead and reports that
+            self._workload_problem, self._warmed = problem, True
+
+    def _receive(self) -> tuple[bool, Any]:
+        """(True, the child's next message), or (False, None) once the child has died."""
         assert self._conn is not None
         try:
             while not self._conn.poll(_POLL_SECONDS):
                 if not self._process.is_alive():
-                    return  # the job that follows finds it dead and reports that
-            self._workload_problem = self._conn.recv()
-            self._warmed = True
+                    return False, None
+            return True, self._conn.recv()
         except (EOFError, OSError):
-            return
+            return False, None
 
     def run(self, spec: RunSpec) -> RunRecord:
         """Execute one run on this slot; a crashed worker yields a `failed` record."""
@@ -230,13 +235,10 @@ class SlotWorker:
                 job = job.model_copy(update={"device": self.slot.local_device}).model_dump_json()
             try:
                 self._conn.send((kind, job, extra))
-                while not self._conn.poll(_POLL_SECONDS):
-                    if not self._process.is_alive():
-                        return None
-                reply: str = self._conn.recv()
-                return reply
-            except (EOFError, OSError):
+            except OSError:
                 return None
+            received, reply = self._receive()
+            return str(reply) if received else None
 
     def _crashed(self, spec: RunSpec, started: float) -> RunRecord:
         code = None
