@@ -36,8 +36,13 @@ RELAUNCHES = 3
 """New ports tried when the port was taken."""
 LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 """Health checks go straight to 127.0.0.1, whatever proxy the environment names."""
-SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"}
-"""What Prefect sets for its ephemeral server: no UI, the ephemeral set of services."""
+SERVER_ENV = {
+    "PREFECT_UI_ENABLED": "0",
+    "PREFECT__SERVER_EPHEMERAL": "1",
+    "PREFECT_SERVER_LOGGING_LEVEL": "ERROR",
+}
+"""What Prefect sets for its ephemeral server (no UI, the ephemeral set of services), and
+errors logged: its output goes to a private file, shown only when it fails to start."""
 
 
 def _free_port() -> int:
@@ -141,7 +146,7 @@ class TemporaryServer:
 
     def _tail(self) -> str:
         self._log.seek(0)
-        lines = self._log.read().strip().splitlines()
+        lines = [line for line in self._log.read().splitlines() if line.strip()]
         return " | ".join(lines[-3:]) or "no output"
 
     def stop(self) -> None:
