@@ -11,7 +11,7 @@ OUT    ?= demo-out
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 export DO_NOT_TRACK=1
 
-.PHONY: venv demo test lint typecheck clean
+.PHONY: venv demo test check lint typecheck clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ typecheck: venv
 
 test: lint typecheck
 	$(BIN)/python -m pytest -q
+
+# The development loop: lint, types and every test not marked slow (no end-to-end campaigns).
+check: lint typecheck
+	$(BIN)/python -m pytest -q -m 'not slow'
 
 clean:
 	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache

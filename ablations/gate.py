@@ -20,7 +20,10 @@ from ablations.plan import Plan
 from ablations.records import PreflightReport, RunRecord
 from ablations.variants import CONTROL, PlannedRun
 
-Decision = Literal["continue", "trim", "reframe"]
+Decision = Literal["continue", "trim", "reframe", "fix"]
+"""continue and trim run the main phase; reframe ends the campaign because the question cannot
+be answered as posed (a draft plan is written); fix ends it because preflight found a defect in
+the workload or the data (named in the reason), and a rerun repeats the preflight."""
 
 
 class GateDecision(BaseModel):

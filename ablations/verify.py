@@ -205,7 +205,7 @@ def _check_registered(
     for run_id, row in rows.items():
         if row.get("status") != "pending":
             continue
-        expected = (row.get("phase") == "main" and gate.get("decision") == "reframe") or (
+        expected = (row.get("phase") == "main" and gate.get("decision") in ("reframe", "fix")) or (
             row.get("phase") == "pilot" and not preflight.get("passed", False)
         )
         if not expected:

@@ -191,7 +191,7 @@ def ablation_campaign(
             f"{decision.reason}\n\nDropped: {len(decision.drop)} runs\n\n"
             f"Numbers: {decision.numbers}",
         )
-        if decision.decision != "reframe":
+        if decision.decision in ("continue", "trim"):
             remaining = [r for r in main if r.run_id not in set(decision.drop)]
             say(f"main: {len(remaining)} runs ({len(decision.drop)} trimmed)")
             done[0] += len(decision.drop)
