@@ -46,6 +46,7 @@ from ablations.reload_doc import RELOAD_FILE, reload_markdown
 from ablations.report.build import REPORT_FILE
 from ablations.report.from_folder import rebuild_report
 from ablations.report.plots import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
+from ablations.units import utc
 from ablations.verify import DEFAULT_TOLERANCE, REEVALUATION_DEVICE
 
 MANIFEST_FORMAT = 2
@@ -79,6 +80,8 @@ RUN_COLUMNS = [
     "slot",
     "started_at",
     "ended_at",
+    "started_at_utc",
+    "ended_at_utc",
     "seconds",
     "checkpoint_uri",
     "model",
@@ -186,6 +189,8 @@ def _flat(row: dict[str, Any], metric: str) -> dict[str, Any]:
         "stop_step": stop.get("step"),
         "error": f"{error['type']}: {error['message']}" if error else None,
         "metric": (row.get("metrics") or {}).get(metric),
+        "started_at_utc": utc(started),
+        "ended_at_utc": utc(ended),
         "seconds": round(ended - started, 3) if started and ended else None,
         "checkpoint_uri": (row.get("checkpoint") or {}).get("uri"),
         "model": next(

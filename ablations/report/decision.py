@@ -100,8 +100,8 @@ def _non_inferiority(inputs: ReportInputs, effects: Sequence[Effect]) -> str:
     candidates = [e for e in effects if e.verdict in ADOPTABLE and not e.from_pilot]
     if not candidates:
         return (
-            "Keep the control: no variant is shown not usefully worse than it "
-            f"(the lower end of no interval lies above -{m.useful_effect:g})."
+            "Keep the control: no variant is shown not usefully worse than it (no interval's "
+            f"lower end lies above -{m.useful_effect:g})."
         )
     costs, unit = _cost_of(inputs, candidates)
     priced = sorted((e for e in candidates if e.variant in costs), key=lambda e: costs[e.variant])
@@ -139,14 +139,22 @@ def _equivalence(inputs: ReportInputs, effects: Sequence[Effect]) -> str:
 
 
 def findings(effects: Sequence[Effect]) -> str:
-    """The verdicts not already in the answer, grouped: negative results kept as findings."""
-    groups: dict[str, list[str]] = {}
+    """Every verdict, grouped, with its reason: negative results are kept as findings."""
+    groups: dict[str, list[Effect]] = {}
     for e in effects:
-        shown = e.variant
-        if e.note and e.verdict not in ("better", "worse", "equivalent", "not worse"):
-            shown += f" ({e.note})"
-        groups.setdefault(e.label, []).append(shown)
-    return " ".join(f"{label.capitalize()}: {'; '.join(names)}." for label, names in groups.items())
+        groups.setdefault(e.label, []).append(e)
+    out = []
+    for label, members in groups.items():
+        notes = {e.note for e in members}
+        if len(notes) == 1:  # one shared reason, said once
+            note = notes.pop()
+            out.append(
+                f"{label.capitalize()}: {_names(members)}" + (f" ({note})." if note else ".")
+            )
+        else:
+            shown = "; ".join(e.variant + (f" ({e.note})" if e.note else "") for e in members)
+            out.append(f"{label.capitalize()}: {shown}.")
+    return " ".join(out)
 
 
 def decision_reached(inputs: ReportInputs) -> str:
