@@ -98,7 +98,7 @@ def _plan(args: argparse.Namespace) -> int:
         }
         print(json.dumps(payload, indent=2))
         return EXIT_OK
-    header = ("run_id", "variant", "factor", "level", "seed", "category", "phase", "steps", "hours")
+    header = ("run_id", "variant", "factor", "level", "seed", "category", "phase", "steps", "time")
     rows = [
         (
             r.run_id,
@@ -109,7 +109,7 @@ def _plan(args: argparse.Namespace) -> int:
             r.category,
             r.phase,
             str(r.steps),
-            f"{projected.get(r.run_id, 0.0):.3f}",
+            hours(projected.get(r.run_id, 0.0)),
         )
         for r in runs
     ]

@@ -167,3 +167,47 @@ def test_interval_verdicts_under_each_rule(
         assert interval_verdict(low, high, metric) == expected, rule
         flipped = metric.model_copy(update={"direction": "minimize"})
         assert interval_verdict(-high, -low, flipped) == expected, rule
+
+
+def test_the_demo_keep_pixels_32_is_input_truncated_on_every_seed() -> None:
+    # The demo's keep_pixels=32 runs for real (the truncation rule stops them before the
+    # first step, so no training is needed); the control's records are crafted.
+    from ablations.driver import execute
+    from ablations.plan import plan_hash
+    from ablations.plan_io import load_plan
+    from ablations.records import RunSpec
+    from ablations.variants import planned_runs
+    from tests.conftest import DEMO_PLAN
+
+    plan = load_plan(DEMO_PLAN)
+    runs = [r for r in planned_runs(plan, plan_hash(plan)) if r.phase == "main"]
+    truncated = [
+        execute(
+            RunSpec(
+                run_id=r.run_id,
+                campaign_id=plan.campaign.id,
+                plan_hash="0" * 64,
+                variant=r.variant,
+                category=r.category,
+                phase=r.phase,
+                seed=r.seed,
+                params=r.params,
+                steps=r.steps,
+                eval_every=plan.workload.eval_every,
+                workload=plan.workload.entry,
+                metric=plan.metric.name,
+                threshold=plan.metric.threshold,
+                stop_rules=plan.stop_rules,
+            )
+        )
+        for r in runs
+        if r.variant == "keep_pixels=32"
+    ]
+    control = [
+        rec("control", r.seed, metrics={"accuracy": 0.98}) for r in runs if r.variant == "control"
+    ]
+    (effect,) = paired_effects([*control, *truncated], plan.metric)
+    assert effect.variant == "keep_pixels=32"
+    assert effect.verdict == "input truncated"
+    assert effect.note.startswith("3/3 seeds stopped: input truncated at steps 0, 0, 0")
+    assert sorted(effect.runs) == sorted(r.run_id for r in truncated)
