@@ -6,6 +6,7 @@ report links only the plots that exist.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,8 +73,9 @@ def plot_effects(effects: Sequence[Effect], metric: MetricSection, path: Path) -
         seen.add(effect.verdict)
         if effect.mean_diff is None:  # no pair: the verdict itself is the result shown
             ax.plot(0, y, marker=marker, color=color, markersize=9, linestyle="none", label=label)
+            counted = re.match(r"^(pilot: )?(\d+/\d+ seeds)", effect.note)
             ax.annotate(
-                effect.label,
+                effect.label + (f", {counted.group(2)}" if counted else ""),
                 (0, y),
                 xytext=(8, 0),
                 textcoords="offset points",
