@@ -14,8 +14,8 @@ from ablations.plan_sections import Category, CheckpointSection, ParamValue, Sto
 from ablations.variants import Phase
 
 RunStatus = Literal["accepted", "rejected", "stopped", "failed", "trimmed"]
-"""accepted; rejected (completed, failed an acceptance check); stopped (a stop rule fired);
-failed (crashed, not a rule); trimmed (dropped at the gate)."""
+"""accepted; rejected (completed, its final metric missed the threshold: see `rejection`);
+stopped (a stop rule fired); failed (crashed, not a rule); trimmed (dropped at the gate)."""
 
 StopRuleKind = Literal["non_finite_loss", "quality", "truncation", "restart"]
 
