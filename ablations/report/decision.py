@@ -99,9 +99,10 @@ def _non_inferiority(inputs: ReportInputs, effects: Sequence[Effect]) -> str:
     m = inputs.metric
     candidates = [e for e in effects if e.verdict in ADOPTABLE and not e.from_pilot]
     if not candidates:
+        undecided = any(e.verdict == "inconclusive" for e in effects)
         return (
-            "Keep the control: no variant is shown not usefully worse than it (no interval's "
-            f"lower end lies above -{m.useful_effect:g})."
+            f"Keep the control{' for now' if undecided else ''}: no variant is shown not "
+            f"usefully worse than it (no interval's lower end lies above -{m.useful_effect:g})."
         )
     costs, unit = _cost_of(inputs, candidates)
     priced = sorted((e for e in candidates if e.variant in costs), key=lambda e: costs[e.variant])

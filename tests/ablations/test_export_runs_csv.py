@@ -28,3 +28,9 @@ def test_a_row_carries_iso_utc_times_beside_the_epoch_floats() -> None:
 def test_a_pending_row_has_no_times() -> None:
     flat = _flat({"run_id": "x", "status": "pending"}, "accuracy")
     assert flat["started_at_utc"] is None and flat["ended_at_utc"] is None
+
+
+def test_a_rejected_row_carries_its_reason() -> None:
+    rejection = {"metric": "accuracy", "value": 0.84891, "threshold": 0.85, "step": 300}
+    flat = _flat({"run_id": "x", "status": "rejected", "rejection": rejection}, "accuracy")
+    assert flat["rejection"] == "accuracy 0.8489 < threshold 0.85 at step 300"
