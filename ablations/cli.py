@@ -13,6 +13,7 @@ from pathlib import Path
 from ablations.errors import AblationError, PlanError
 from ablations.plan import Plan, plan_hash
 from ablations.plan_io import load_plan
+from ablations.units import hours, usd
 from ablations.variants import planned_runs, variants
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
@@ -97,7 +98,7 @@ def _plan(args: argparse.Namespace) -> int:
         }
         print(json.dumps(payload, indent=2))
         return EXIT_OK
-    header = ("run_id", "variant", "factor", "level", "seed", "category", "phase", "steps", "hours")
+    header = ("run_id", "variant", "factor", "level", "seed", "category", "phase", "steps", "time")
     rows = [
         (
             r.run_id,
@@ -108,7 +109,7 @@ def _plan(args: argparse.Namespace) -> int:
             r.category,
             r.phase,
             str(r.steps),
-            f"{projected.get(r.run_id, 0.0):.3f}",
+            hours(projected.get(r.run_id, 0.0)),
         )
         for r in runs
     ]
@@ -122,11 +123,11 @@ def _plan(args: argparse.Namespace) -> int:
     fit = assessment.fit
     price = assessment.cost.package_usd
     print(
-        f"projected from the plan's estimates: {assessment.busy_hours:.2f} h busy, "
-        f"{fit.wall_hours:.2f} h wall on {assessment.slots} slot(s) + {fit.prep_hours:.1f} h "
-        f"preparation in a {fit.window_hours:.0f} h window: "
-        + ("fits" if fit.fits else f"overruns by {fit.overrun_hours:.2f} h")
-        + (f"; package {price:.2f} USD" if price is not None else "")
+        f"projected from the plan's estimates: {hours(assessment.busy_hours)} busy, "
+        f"{hours(fit.wall_hours)} wall on {assessment.slots} slot(s) + {hours(fit.prep_hours)} "
+        f"preparation in a {hours(fit.window_hours)} window: "
+        + ("fits" if fit.fits else f"overruns by {hours(fit.overrun_hours)}")
+        + (f"; package {usd(price)}" if price is not None else "")
         + " (see `ablate budget`)"
     )
     return EXIT_OK

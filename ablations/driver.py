@@ -39,6 +39,7 @@ from ablations.records import (
     RunStatus,
     Stop,
     Timings,
+    rejection_of,
 )
 from ablations.stop_rules import (
     NoUsableRestart,
@@ -282,6 +283,7 @@ def execute(
         status=_status(spec, stop, error, metrics),
         stop=stop,
         error=error,
+        rejection=None if stop or error else rejection_of(spec, metrics, loop.step if loop else 0),
         steps_done=loop.step if loop is not None else 0,
         metrics=metrics,
         evaluations=history.evaluations,

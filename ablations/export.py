@@ -41,11 +41,12 @@ from ablations.campaign_phases import (
 from ablations.campaign_state import RECORDS, atomic_write_text, load_json, load_records
 from ablations.credentials import redact_url
 from ablations.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_runs
-from ablations.records import RunRecord
+from ablations.records import Rejection, RunRecord
 from ablations.reload_doc import RELOAD_FILE, reload_markdown
 from ablations.report.build import REPORT_FILE
 from ablations.report.from_folder import rebuild_report
 from ablations.report.plots import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
+from ablations.units import utc
 from ablations.verify import DEFAULT_TOLERANCE, REEVALUATION_DEVICE
 
 MANIFEST_FORMAT = 2
@@ -74,11 +75,14 @@ RUN_COLUMNS = [
     "stop_reason",
     "stop_step",
     "error",
+    "rejection",
     "metric",
     "device",
     "slot",
     "started_at",
     "ended_at",
+    "started_at_utc",
+    "ended_at_utc",
     "seconds",
     "checkpoint_uri",
     "model",
@@ -185,13 +189,21 @@ def _flat(row: dict[str, Any], metric: str) -> dict[str, Any]:
         "stop_reason": stop.get("message"),
         "stop_step": stop.get("step"),
         "error": f"{error['type']}: {error['message']}" if error else None,
+        "rejection": _rejection(row.get("rejection")),
         "metric": (row.get("metrics") or {}).get(metric),
+        "started_at_utc": utc(started),
+        "ended_at_utc": utc(ended),
         "seconds": round(ended - started, 3) if started and ended else None,
         "checkpoint_uri": (row.get("checkpoint") or {}).get("uri"),
         "model": next(
             (a["path"] for a in row.get("artifacts") or [] if a["kind"] == "model"), None
         ),
     }
+
+
+def _rejection(fields: dict[str, Any] | None) -> str | None:
+    """A rejected run's reason, as the report prints it."""
+    return None if not fields else Rejection.model_validate(fields).message
 
 
 def write_outputs(out_dir: Path, extra: dict[str, Any] | None = None) -> Path:

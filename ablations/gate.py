@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from ablations.budget import estimate_from_records, project
 from ablations.plan import Plan
 from ablations.records import PreflightReport, RunRecord
+from ablations.units import hours as _duration  # hours for people: s, min or h by size
 from ablations.variants import CONTROL, PlannedRun
 
 Decision = Literal["continue", "trim", "reframe", "fix"]
@@ -38,15 +39,6 @@ class GateDecision(BaseModel):
     note: str = ""
     numbers: dict[str, float | str] = Field(default_factory=dict)
     """Projected hours, window, margin... as used for the decision."""
-
-
-def _duration(hours: float) -> str:
-    """Hours for people: '3.2 h', or minutes / seconds when it is short."""
-    if hours >= 1:
-        return f"{hours:.1f} h"
-    if hours * 60 >= 1:
-        return f"{hours * 60:.1f} min"
-    return f"{hours * 3600:.0f} s"
 
 
 def _control_problem(plan: Plan, pilot: list[RunRecord]) -> str | None:

@@ -19,6 +19,24 @@ ParamValue = int | float | bool | str
 Category = Literal["essential", "useful", "exploratory"]
 """How much a variant matters to the decision; trimming drops the lowest first."""
 
+Verdict = Literal[
+    "better",
+    "not worse",
+    "worse",
+    "equivalent",
+    "inconclusive",
+    "fails threshold",
+    "diverges",
+    "input truncated",
+    "not run",
+    "failed",
+]
+"""What a campaign concluded about one variant (see `ablations.analysis.verdicts`). Defined
+here, beside the plan, because `next_decisions` keys are verdicts; analysis re-exports it."""
+
+DecisionRule = Literal["superiority", "non_inferiority", "equivalence"]
+"""The question the effects answer: usefully better, not usefully worse, or interchangeable."""
+
 CATEGORY_RANK: dict[str, int] = {"essential": 0, "useful": 1, "exploratory": 2}
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -56,6 +74,11 @@ class CampaignSection(Section):
     """The question the campaign answers, in one sentence."""
     decision: str = Field(min_length=1)
     """The decision the answer feeds (what you will do differently depending on the result)."""
+    hypothesis: str | None = None
+    """What you expect the campaign to show, written before it runs (kept in the report)."""
+    next_decisions: dict[Verdict, str] = {}
+    """Verdict -> what you will do when a variant gets it (e.g. `worse: keep the control`);
+    the default for every factor, which may override entries with its own `next_decisions`."""
 
     @field_validator("id")
     @classmethod
@@ -97,6 +120,8 @@ class ControlSection(Section):
     params: dict[str, ParamValue] = {}
     """Parameters of the control, on top of `workload.params`. Each factor's control value
     is taken from here (or from `workload.params`)."""
+    cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """The control's cost in the unit the levels' `cost` uses (see `Level.cost`)."""
 
 
 class Level(Section):
@@ -106,6 +131,11 @@ class Level(Section):
     """The parameter value this level sets."""
     category: Category | None = None
     """Category of this level's variant; defaults to the factor's category."""
+    cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """What this level's variant costs, in any unit shared by the plan (parameters, USD per
+    run, seconds per step). Used by the non-inferiority rule to name the cheapest variant
+    not usefully worse; when a candidate or the control lacks one, the median measured
+    step time of the accepted main runs is used for all instead."""
 
 
 class Factor(Section):
@@ -115,6 +145,11 @@ class Factor(Section):
     """Levels to try; a bare scalar is shorthand for `{value: scalar}`."""
     category: Category | None = None
     """Category of every level that does not set its own."""
+    hypothesis: str | None = None
+    """What you expect changing this parameter to do, written before the campaign runs."""
+    next_decisions: dict[Verdict, str] = {}
+    """Verdict -> what you will do when a level of this factor gets it (e.g. `worse: keep
+    width 64`); overrides the same verdict in `campaign.next_decisions`."""
 
     @field_validator("levels", mode="before")
     @classmethod
@@ -162,6 +197,11 @@ class MetricSection(Section):
     """Quality threshold: a run below it (after the warm-up) is stopped or rejected."""
     useful_effect: PositiveFloat
     """Smallest paired difference from the control worth acting on, in metric units."""
+    decision_rule: DecisionRule = "superiority"
+    """The question the paired 95% intervals answer, against the band [-useful_effect,
+    +useful_effect]: `superiority` (is a variant usefully better? adopt the best one),
+    `non_inferiority` (is it not usefully worse? adopt the cheapest such one, see
+    `Level.cost`) or `equivalence` (is it interchangeable with the control, inside the band?)."""
 
     def is_better(self, a: float, b: float) -> bool:
         """Whether `a` is strictly better than `b` in this metric's direction."""

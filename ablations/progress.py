@@ -15,6 +15,19 @@ def say(text: str) -> None:
     print(f"[{time.monotonic() - _START:7.1f}s] {text}", file=sys.stdout, flush=True)
 
 
+def outcome(record: RunRecord) -> str:
+    """A run's outcome in a few words: the stop, the rejection or the error, else its metrics."""
+    from ablations.units import metric
+
+    if record.stop is not None:
+        return f"{record.stop.rule} at step {record.stop.step}: {record.stop.message}"
+    if record.rejection is not None:
+        return record.rejection.message
+    if record.error is not None:
+        return f"{record.error.type}: {record.error.message}"
+    return ", ".join(f"{k}={metric(v)}" for k, v in record.metrics.items())
+
+
 def record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]]:
     """Rows of a runs table (a Prefect table artifact): one small dict per run."""
     return [
@@ -25,6 +38,7 @@ def record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]
             "status": r.status,
             metric: r.metrics.get(metric),
             "stop": f"{r.stop.rule}: {r.stop.message}" if r.stop else "",
+            "reason": outcome(r) if r.status != "accepted" else "",
             "seconds": round(r.timings.total, 2),
             "slot": r.slot or "",
         }

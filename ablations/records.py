@@ -14,8 +14,8 @@ from ablations.plan_sections import Category, CheckpointSection, ParamValue, Sto
 from ablations.variants import Phase
 
 RunStatus = Literal["accepted", "rejected", "stopped", "failed", "trimmed"]
-"""accepted; rejected (completed, failed an acceptance check); stopped (a stop rule fired);
-failed (crashed, not a rule); trimmed (dropped at the gate)."""
+"""accepted; rejected (completed, its final metric missed the threshold: see `rejection`);
+stopped (a stop rule fired); failed (crashed, not a rule); trimmed (dropped at the gate)."""
 
 StopRuleKind = Literal["non_finite_loss", "quality", "truncation", "restart"]
 
@@ -33,6 +33,45 @@ class Stop(Record):
     message: str
     step: int
     value: float | None = None
+
+
+class Rejection(Record):
+    """Why a completed run was not accepted: its final metric against the threshold."""
+
+    metric: str
+    value: float | None
+    """The final value; None when the workload did not report the metric."""
+    threshold: float
+    direction: Literal["maximize", "minimize"] = "maximize"
+    step: int
+    """The step of the final evaluation."""
+
+    @property
+    def message(self) -> str:
+        """E.g. `accuracy 0.8489 < threshold 0.85 at step 300`."""
+        if self.value is None:
+            return f"{self.metric} was not reported at step {self.step}"
+        from ablations.units import metric
+
+        short = "<" if self.direction == "maximize" else ">"
+        value = f"{self.metric} {metric(self.value)}"
+        return f"{value} {short} threshold {self.threshold:g} at step {self.step}"
+
+
+def rejection_of(spec: RunSpec, metrics: dict[str, float], step: int) -> Rejection | None:
+    """The rejection of a completed run whose final metric misses the threshold, else None."""
+    from ablations.stop_rules import meets_threshold
+
+    value = metrics.get(spec.metric)
+    if value is not None and meets_threshold(value, spec.direction, spec.threshold):
+        return None
+    return Rejection(
+        metric=spec.metric,
+        value=value,
+        threshold=spec.threshold,
+        direction=spec.direction,
+        step=step,
+    )
 
 
 class RunError(Record):
@@ -131,6 +170,8 @@ class RunRecord(Record):
     status: RunStatus
     stop: Stop | None = None
     error: RunError | None = None
+    rejection: Rejection | None = None
+    """Set when the status is `rejected`: the metric, its value and the threshold missed."""
     steps_done: int = 0
     metrics: dict[str, float] = {}
     """Final held-out metrics."""

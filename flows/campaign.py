@@ -26,7 +26,7 @@ from ablations.campaign_phases import gate_decided, phase_runs, slot_warmup
 from ablations.campaign_state import registered_plan
 from ablations.gate import GateDecision, apply_answer
 from ablations.plan_io import read_plan_text
-from ablations.progress import record_rows, say
+from ablations.progress import outcome, record_rows, say
 from ablations.records import RunRecord
 from ablations.remote_runs import PoolSettings, open_pool, pool_slots, require_shared_store
 from ablations.scheduling import longest_first
@@ -67,11 +67,7 @@ def _run_phase(
         record = cast(RunRecord, future.result())
         records.append(record)
         done[0] += 1
-        detail = (
-            record.stop.rule
-            if record.stop
-            else ", ".join(f"{k}={v:.4f}" for k, v in record.metrics.items())
-        )
+        detail = outcome(record)
         say(
             f"  [{done[0]}/{total}] {record.phase} {record.variant} seed {record.seed}: "
             f"{record.status} ({detail})"

@@ -8,6 +8,7 @@ from prefect import task
 from prefect.states import Completed, State
 
 from ablations.campaign_phases import execute_registered_run
+from ablations.progress import outcome
 from ablations.records import RunRecord
 
 
@@ -21,4 +22,4 @@ def execute_run(out_dir: str, run_id: str, variant: str, seed: int, phase: str) 
     if record.status == "failed" and record.error is not None:
         message = f"{record.error.type}: {record.error.message}"
         return Completed(name="Failed run", message=message, data=record)
-    return Completed(message=f"{record.status}: {record.metrics}", data=record)
+    return Completed(message=f"{record.status}: {outcome(record)}", data=record)

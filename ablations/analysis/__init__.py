@@ -16,7 +16,6 @@ from ablations.analysis.errors import (
 from ablations.analysis.paired import (
     Effect,
     ExcludedRun,
-    Verdict,
     effects_frame,
     excluded_runs,
     metric_table,
@@ -24,8 +23,18 @@ from ablations.analysis.paired import (
     run_reason,
     verdict_of,
 )
+from ablations.analysis.verdicts import (
+    VERDICTS,
+    DecisionRule,
+    Verdict,
+    interval_verdict,
+    runs_verdict,
+    trimmed_note,
+)
 
 __all__ = [
+    "VERDICTS",
+    "DecisionRule",
     "Effect",
     "ErrorAnalysis",
     "ExcludedRun",
@@ -38,6 +47,7 @@ __all__ = [
     "error_analysis",
     "excluded_runs",
     "flips",
+    "interval_verdict",
     "load_predictions",
     "metric_table",
     "paired_effects",
@@ -45,5 +55,7 @@ __all__ = [
     "per_class_frame",
     "read_predictions",
     "run_reason",
+    "runs_verdict",
+    "trimmed_note",
     "verdict_of",
 ]

@@ -4,17 +4,10 @@ For a variant with n seeds where both it and the control were accepted, the diff
 d_i = variant_i - control_i (metric units) give the mean, the sample standard deviation, a
 two-sided 95% t interval and the paired t-test (the same numbers as `scipy.stats.ttest_rel`).
 
-The verdict compares the interval with the useful-effect band [-u, +u], oriented so that
-"better" follows the metric's direction:
-
-- better: the whole interval is at least u better than the control;
-- worse: the whole interval is at least u worse;
-- no useful difference: the whole interval lies strictly inside the band;
-- inconclusive: the interval crosses an edge of the band, or there are fewer than two pairs
-  (a single seed gives a difference but no interval, and none is invented).
-
-Only accepted main-phase runs enter an effect; stopped, failed, rejected and trimmed runs are
-listed apart with their reasons (`excluded_runs`), and pilot runs are never paired.
+Every variant gets a verdict (`ablations.analysis.verdicts` documents how: from its runs when
+any was stopped, rejected or failed; `not run` when trimmed; else from its interval under the
+plan's decision rule). Only accepted main-phase runs enter an interval; the others are listed
+apart with their reasons (`excluded_runs`), and pilot runs are never paired.
 """
 
 from __future__ import annotations
@@ -27,11 +20,13 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 from scipy import special
 
-from ablations.plan_sections import Category, MetricSection
+from ablations.analysis.verdicts import interval_verdict, runs_verdict, trimmed_note
+from ablations.plan_sections import Category, MetricSection, Verdict
 from ablations.records import RunRecord, RunStatus
 
-Verdict = Literal["better", "worse", "no useful difference", "inconclusive"]
 CONFIDENCE = 0.95
+verdict_of = interval_verdict
+"""The interval's verdict (kept under its earlier name)."""
 
 
 class Effect(BaseModel):
@@ -60,7 +55,18 @@ class Effect(BaseModel):
     p_value: float | None = None
     verdict: Verdict
     note: str = ""
-    """Why the verdict is what it is, in words (single seed, no pairs, zero spread...)."""
+    """Why the verdict is what it is, in words (single seed, seeds stopped, trimmed...)."""
+    from_pilot: bool = False
+    """The verdict comes from the variant's pilot runs (its main runs were trimmed)."""
+    runs: list[str] = []
+    """Run ids the verdict rests on: the paired variant runs, or the runs that failed."""
+    control_runs: list[str] = []
+    """Run ids of the control runs paired with `runs` (interval verdicts only)."""
+
+    @property
+    def label(self) -> str:
+        """The verdict as shown: `input truncated (pilot)` for a verdict from the pilot."""
+        return f"{self.verdict} (pilot)" if self.from_pilot else self.verdict
 
 
 class ExcludedRun(BaseModel):
@@ -84,7 +90,9 @@ def run_reason(record: RunRecord) -> str:
     if record.status == "trimmed":
         return "trimmed at the gate"
     if record.status == "rejected":
-        return "completed but failed an acceptance check"
+        if record.rejection is not None:
+            return record.rejection.message
+        return "rejected before reasons were recorded (see its final metric)"
     return record.status
 
 
@@ -119,20 +127,6 @@ def metric_table(records: Sequence[RunRecord], metric: str) -> pd.DataFrame:
             "each variant runs each seed once"
         )
     return frame.pivot(index="seed", columns="variant", values="value").sort_index()
-
-
-def verdict_of(low: float, high: float, metric: MetricSection) -> Verdict:
-    """The verdict of an interval of `variant - control` against the useful-effect band."""
-    sign = 1.0 if metric.direction == "maximize" else -1.0
-    gain_low, gain_high = sorted((sign * low, sign * high))  # positive gain = better
-    u = metric.useful_effect
-    if gain_low >= u:
-        return "better"
-    if gain_high <= -u:
-        return "worse"
-    if -u < gain_low and gain_high < u:
-        return "no useful difference"
-    return "inconclusive"
 
 
 def _effect(
@@ -186,7 +180,7 @@ def _effect(
         half = float(special.stdtrit(n - 1, 0.5 + CONFIDENCE / 2)) * se
         low, high = mean - half, mean + half
         p = float(2 * special.stdtr(n - 1, -abs(t_stat)))
-    verdict = verdict_of(low, high, metric)
+    verdict = interval_verdict(low, high, metric)
     if verdict == "inconclusive" and not note:
         note = "the interval crosses an edge of the useful-effect band; more seeds would narrow it"
     return Effect(
@@ -204,9 +198,17 @@ def _effect(
 
 
 def paired_effects(
-    records: Sequence[RunRecord], metric: MetricSection, control: str = "control"
+    records: Sequence[RunRecord],
+    metric: MetricSection,
+    control: str = "control",
+    *,
+    trimmed_source: str | None = None,
+    trimmed_reason: str | None = None,
 ) -> list[Effect]:
-    """One effect per variant (in order of first appearance), paired with `control` by seed."""
+    """One effect per variant (in order of first appearance), paired with `control` by seed.
+
+    `trimmed_source` and `trimmed_reason` (the gate's `source` and `reason`) explain the
+    verdict of a variant whose main runs were all trimmed."""
     table = metric_table(records, metric.name)
     names: dict[str, Category] = {}
     for r in records:
@@ -219,8 +221,50 @@ def paired_effects(
             pairs.columns = pd.Index(["control", "variant"])
         else:
             pairs = pd.DataFrame(columns=["control", "variant"], dtype=float)
-        effects.append(_effect(name, category, pairs, metric))
+        effect = _effect(name, category, pairs, metric)
+        effects.append(_with_runs(effect, records, control, trimmed_source, trimmed_reason))
     return effects
+
+
+def _with_runs(
+    effect: Effect,
+    records: Sequence[RunRecord],
+    control: str,
+    trimmed_source: str | None,
+    trimmed_reason: str | None,
+) -> Effect:
+    """The effect with the runs behind it, and the verdict its runs impose (if any)."""
+    main = [r for r in records if r.phase == "main" and r.variant == effect.variant]
+    finished = [r for r in main if r.status != "trimmed"]
+    by_seed = {r.seed: r.run_id for r in main}
+    controls = {r.seed: r.run_id for r in records if r.phase == "main" and r.variant == control}
+    paired = [by_seed[s] for s in effect.seeds]
+    effect = effect.model_copy(
+        update={"runs": paired, "control_runs": [controls[s] for s in effect.seeds]}
+    )
+    failure = runs_verdict(finished)
+    if failure is not None:
+        verdict, note = failure
+        if effect.ci_low is not None:
+            note += f"; the interval is over the {effect.n_pairs} accepted pairs only"
+        failed = [r.run_id for r in finished if r.status != "accepted"]
+        return effect.model_copy(update={"verdict": verdict, "note": note, "runs": failed + paired})
+    if main and not finished:
+        why = trimmed_note(trimmed_source, trimmed_reason)
+        pilot = [r for r in records if r.phase == "pilot" and r.variant == effect.variant]
+        failure = runs_verdict(pilot)
+        if failure is None:
+            return effect.model_copy(update={"verdict": "not run", "note": why})
+        verdict, note = failure
+        return effect.model_copy(
+            update={
+                "verdict": verdict,
+                "note": f"pilot: {note}; {why}",
+                "from_pilot": True,
+                "runs": [r.run_id for r in pilot],
+            }
+        )
+    return effect
 
 
 def effects_frame(effects: Sequence[Effect]) -> pd.DataFrame:

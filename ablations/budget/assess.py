@@ -26,6 +26,8 @@ from ablations.budget.projection import Projection, WindowFit, fit_window, proje
 from ablations.plan import Plan, plan_hash
 from ablations.plan_sections import Cost
 from ablations.records import RunRecord
+from ablations.units import hours as show_hours
+from ablations.units import usd
 from ablations.variants import PlannedRun, planned_runs
 
 
@@ -129,12 +131,12 @@ def _longer_package(
             price = (
                 None if offer.price_per_lot_usd is None else offer.price_per_lot_usd * package.lots
             )
-            shown = "price unknown" if price is None else f"{price:.2f} USD"
+            shown = "price unknown" if price is None else usd(price)
             return Suggestion(
                 kind="package",
                 text=(
                     f"{package.lots} x {offer.gpu} for {offer.days} days ({shown}): window "
-                    f"{offer.window_hours:.2f} h, {fit.unused_hours:.2f} h unused"
+                    f"{show_hours(offer.window_hours)}, {show_hours(fit.unused_hours)} unused"
                 ),
                 fits=True,
                 gpu=offer.gpu,
@@ -169,7 +171,7 @@ def assess_hours(
         if longer:
             suggestions.append(longer)
         else:
-            notes.append(f"no known {package.gpu} package holds {hours + prep_hours:.2f} h")
+            notes.append(f"no known {package.gpu} package holds {show_hours(hours + prep_hours)}")
     return BudgetAssessment(
         package=package,
         slots=package.cards,
@@ -200,13 +202,13 @@ def _more_lots(
         if bigger.fits:
             per = package.price_per_lot_usd
             price = None if per is None else per * lots
-            shown = "price unknown" if price is None else f"{price:.2f} USD"
+            shown = "price unknown" if price is None else usd(price)
             return Suggestion(
                 kind="lots",
                 text=(
                     f"{lots} x {package.gpu} for {package.days} days ({shown}): "
-                    f"{bigger.wall_hours:.2f} h busy over {bigger.slots} slots, "
-                    f"{bigger.unused_hours:.2f} h unused"
+                    f"{show_hours(bigger.wall_hours)} busy over {bigger.slots} slots, "
+                    f"{show_hours(bigger.unused_hours)} unused"
                 ),
                 fits=True,
                 gpu=package.gpu,
@@ -232,14 +234,15 @@ def _cut(plan: Plan, runs: Sequence[PlannedRun], projection: Projection) -> Sugg
         trimmed = project(plan, kept, projection.estimate, projection.slots)
         if trimmed.fits or category == plan.gate.trim_order[-1]:
             verdict = (
-                f"{trimmed.unused_hours:.2f} h unused"
+                f"{show_hours(trimmed.unused_hours)} unused"
                 if trimmed.fits
-                else f"still {trimmed.overrun_hours:.2f} h over"
+                else f"still {show_hours(trimmed.overrun_hours)} over"
             )
             return Suggestion(
                 kind="cut",
                 text=(
-                    f"cut the {' and '.join(cut)} runs: {trimmed.wall_hours:.2f} h busy, {verdict}"
+                    f"cut the {' and '.join(cut)} runs: {show_hours(trimmed.wall_hours)} busy, "
+                    f"{verdict}"
                 ),
                 fits=trimmed.fits,
                 window_hours=trimmed.window_hours,

@@ -84,10 +84,14 @@ def rejection_reasons(records: Sequence[RunRecord]) -> list[str]:
             continue
         if r.stop is not None:
             why = f"{r.stop.rule} at step {r.stop.step}: {r.stop.message}"
+        elif r.rejection is not None:
+            why = r.rejection.message
         elif r.error is not None:
             why = f"{r.error.type}: {r.error.message}"
+        elif r.status == "trimmed":
+            why = "trimmed at the gate"
         else:
-            why = "no reason recorded"
+            why = "rejected before reasons were recorded"
         out.append(f"{r.run_id} ({r.variant}, seed {r.seed}, {r.phase}): {r.status}, {why}")
     return out
 

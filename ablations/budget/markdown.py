@@ -8,19 +8,7 @@ from collections.abc import Sequence
 from ablations.budget.assess import BudgetAssessment
 from ablations.budget.cost import CostSummary
 from ablations.budget.realized import PlannedVsRealized
-
-
-def usd(value: float | None) -> str:
-    """Money to the cent, only here at display; unknown stays visibly unknown."""
-    return "not known" if value is None else f"{value:,.2f} USD"
-
-
-def hours(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f} h"
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.2f} h"
+from ablations.units import hours, signed_hours, usd
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -93,7 +81,8 @@ def planned_vs_realized_markdown(pvr: PlannedVsRealized) -> str:
         "",
         f"Realized: {hours(pvr.realized_busy_hours)} busy over the recorded runs "
         f"(planned for them: {hours(compared)}, deviation "
-        f"{_signed(pvr.realized_busy_hours - compared)}); wall "
+        f"{signed_hours(pvr.realized_busy_hours - compared)}{'; ' + pvr.why if pvr.why else ''}); "
+        "wall "
         f"{hours(pvr.realized_wall_hours)}. Planned but not run: "
         f"{hours(pvr.unspent_planned_hours)}.",
         "",
@@ -104,14 +93,14 @@ def planned_vs_realized_markdown(pvr: PlannedVsRealized) -> str:
                     d.part,
                     hours(d.planned_hours),
                     hours(d.realized_hours),
-                    _signed(d.deviation_hours),
+                    signed_hours(d.deviation_hours),
                 ]
                 for d in pvr.parts
             ],
         ),
         "",
         _table(
-            ["Run", "Variant", "Phase", "Status", "Planned", "Realized", "Deviation"],
+            ["Run", "Variant", "Phase", "Status", "Planned", "Realized", "Deviation", "Why"],
             [
                 [
                     f"`{r.run_id}`",
@@ -120,7 +109,8 @@ def planned_vs_realized_markdown(pvr: PlannedVsRealized) -> str:
                     r.status,
                     hours(r.planned_hours),
                     hours(r.realized_hours),
-                    _signed(r.deviation_hours),
+                    signed_hours(r.deviation_hours),
+                    r.why,
                 ]
                 for r in pvr.runs
             ],

@@ -15,6 +15,28 @@ from pydantic import BaseModel, ConfigDict
 
 from ablations.budget.projection import PARTS, Projection
 from ablations.records import RunRecord
+from ablations.units import duration, significant
+
+EXPLAINED_ABOVE = 0.20
+"""A realized time off the plan by more than this fraction gets a one-phrase explanation."""
+
+
+def explain(planned: dict[str, float], realized: dict[str, float]) -> str:
+    """Why realized time is off the plan by more than 20%, from the measured parts: the part
+    that moved most, e.g. `load 3.0x the estimate`; empty when within 20%."""
+    total_planned, total_realized = sum(planned.values()), sum(realized.values())
+    if total_planned <= 0:
+        return "no estimate to compare with" if total_realized > 0 else ""
+    if abs(total_realized / total_planned - 1) <= EXPLAINED_ABOVE:
+        return ""
+    part = max(planned, key=lambda p: abs(realized.get(p, 0.0) - planned[p]))
+    before, after = planned[part], realized.get(part, 0.0)
+    if before <= 0:
+        return f"{part} {duration(after * 3600)} not in the estimate"
+    ratio = after / before
+    if ratio < 0.1:  # "0.00046x" reads badly: say both times instead
+        return f"{part} {duration(after * 3600)} against {duration(before * 3600)} estimated"
+    return f"{part} {significant(ratio, 2)}x the estimate"
 
 
 class RunDeviation(BaseModel):
@@ -32,6 +54,8 @@ class RunDeviation(BaseModel):
     realized_hours: float | None
     deviation_hours: float | None
     """realized - planned (positive: took longer than planned)."""
+    why: str = ""
+    """The deviation explained in one phrase when it exceeds 20% (see `explain`)."""
 
 
 class PartDeviation(BaseModel):
@@ -62,6 +86,14 @@ class PlannedVsRealized(BaseModel):
     """Run ids with a record but no place in the projection (kept visible, not dropped)."""
 
     @property
+    def why(self) -> str:
+        """The busy-time deviation over the recorded runs, explained (empty within 20%)."""
+        return explain(
+            {p.part: p.planned_hours for p in self.parts},
+            {p.part: p.realized_hours for p in self.parts},
+        )
+
+    @property
     def compared_planned_hours(self) -> float:
         """Planned busy hours of the runs that have a record (the like-for-like figure)."""
         return sum(r.planned_hours for r in self.runs if r.realized_hours is not None)
@@ -90,7 +122,12 @@ def planned_vs_realized(
     for run in planned.runs:
         record = by_id.get(run.run_id)
         realized = None if record is None else record.timings.total / 3600.0
+        why = ""
         if record is not None:
+            why = explain(
+                {p: run.parts[p] / 3600.0 for p in PARTS},
+                {p: getattr(record.timings, p) / 3600.0 for p in PARTS},
+            )
             for part in PARTS:
                 planned_parts[part] += run.parts[part] / 3600.0
                 realized_parts[part] += getattr(record.timings, part) / 3600.0
@@ -105,6 +142,7 @@ def planned_vs_realized(
                 planned_hours=run.hours,
                 realized_hours=realized,
                 deviation_hours=None if realized is None else realized - run.hours,
+                why=why,
             )
         )
     known = {r.run_id for r in planned.runs}

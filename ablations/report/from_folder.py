@@ -69,6 +69,7 @@ def rebuild_report(out_dir: Path) -> Path:
         plan_hash=manifest.get("plan_hash"),
         gate_decision=gate.get("decision"),
         gate_reason=gate.get("reason"),
+        gate_source=gate.get("source"),
         budget_markdown=_budget_markdown(manifest.get("budget")),
         planned_vs_realized_markdown=manifest.get("planned_vs_realized_markdown"),
         ledger_url=manifest.get("ledger_url"),

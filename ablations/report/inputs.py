@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,9 +18,22 @@ from ablations.analysis import (
     paired_effects,
 )
 from ablations.plan import Plan
-from ablations.plan_sections import MetricSection
+from ablations.plan_sections import MetricSection, same_value
 from ablations.records import RunRecord
-from ablations.variants import CONTROL, PlannedRun
+from ablations.variants import CONTROL, PlannedRun, variants
+
+
+class FactorPlan(BaseModel):
+    """What the plan says about one factor: its hypothesis, levels and next decisions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    hypothesis: str | None = None
+    levels: dict[str, str] = {}
+    """Variant name -> the level's value as written."""
+    next_decisions: dict[str, str] = {}
+    """Verdict -> next decision: the factor's own over the campaign's."""
 
 
 class ReportRun(BaseModel):
@@ -48,6 +62,15 @@ class ReportInputs(BaseModel):
     gate_decision: str | None = None
     """continue, trim or reframe; None when no gate was reached."""
     gate_reason: str | None = None
+    gate_source: str | None = None
+    """Who decided at the gate: auto, ui or timeout."""
+    hypothesis: str | None = None
+    """The campaign's hypothesis, as written in the plan."""
+    factors: list[FactorPlan] = []
+    declared_costs: dict[str, float] = {}
+    """Variant (or `control`) -> the plan's `cost`, where given."""
+    measured_costs: dict[str, float] = {}
+    """Variant -> median training step seconds over its accepted main runs."""
     runs: list[ReportRun] = []
     effects: list[Effect] = []
     excluded: list[ExcludedRun] = []
@@ -76,6 +99,7 @@ def assemble_inputs(
     plan_hash: str | None = None,
     gate_decision: str | None = None,
     gate_reason: str | None = None,
+    gate_source: str | None = None,
     budget_markdown: str | None = None,
     planned_vs_realized_markdown: str | None = None,
     ledger_url: str | None = None,
@@ -90,11 +114,61 @@ def assemble_inputs(
         metric=plan.metric,
         gate_decision=gate_decision,
         gate_reason=gate_reason,
+        gate_source=gate_source,
+        hypothesis=plan.campaign.hypothesis,
+        factors=factor_plans(plan),
+        declared_costs=declared_costs(plan),
+        measured_costs=measured_costs(records),
         runs=list(runs),
-        effects=paired_effects(records, plan.metric, CONTROL),
+        effects=paired_effects(
+            records,
+            plan.metric,
+            CONTROL,
+            trimmed_source=gate_source,
+            trimmed_reason=gate_reason,
+        ),
         excluded=excluded_runs(records),
         errors=error_analysis(records, load_predictions(out_dir, records), CONTROL),
         budget_markdown=budget_markdown,
         planned_vs_realized_markdown=planned_vs_realized_markdown,
         ledger_url=ledger_url,
     )
+
+
+def factor_plans(plan: Plan) -> list[FactorPlan]:
+    """Each factor's hypothesis, level variants and next decisions (campaign-wide as default)."""
+    by_factor: dict[str, dict[str, str]] = {}
+    for variant in variants(plan):
+        if variant.factor in plan.factors and variant.level is not None:
+            by_factor.setdefault(variant.factor, {})[variant.name] = str(variant.level)
+    return [
+        FactorPlan(
+            name=name,
+            hypothesis=factor.hypothesis,
+            levels=by_factor.get(name, {}),
+            next_decisions={**plan.campaign.next_decisions, **factor.next_decisions},
+        )
+        for name, factor in plan.factors.items()
+    ]
+
+
+def declared_costs(plan: Plan) -> dict[str, float]:
+    """Variant name -> the cost the plan declares for it (the control's included)."""
+    costs = {CONTROL: plan.control.cost} if plan.control.cost is not None else {}
+    for variant in variants(plan):
+        factor = plan.factors.get(variant.factor or "")
+        if factor is None or variant.level is None:
+            continue  # the control and interactions: no level of their own
+        for level in factor.levels:
+            if level.cost is not None and same_value(level.value, variant.level):
+                costs[variant.name] = level.cost
+    return costs
+
+
+def measured_costs(records: Sequence[RunRecord]) -> dict[str, float]:
+    """Variant name -> median step seconds over its accepted main-phase runs."""
+    seconds: dict[str, list[float]] = {}
+    for r in records:
+        if r.phase == "main" and r.status == "accepted" and r.step_seconds is not None:
+            seconds.setdefault(r.variant, []).append(r.step_seconds)
+    return {variant: statistics.median(values) for variant, values in seconds.items()}

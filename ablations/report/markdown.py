@@ -6,8 +6,12 @@ import math
 from collections.abc import Sequence
 
 from ablations.analysis import Effect, ErrorAnalysis, run_reason
+from ablations.report.decision import decision_reached
 from ablations.report.inputs import ReportInputs, ReportRun
 from ablations.report.plots import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
+from ablations.units import metric, significant
+
+__all__ = ["decision_reached", "effect_line", "render_report", "table"]
 
 MAX_FLIPS_SHOWN = 8
 """Input ids listed per variant and seed; the full lists are in the error analysis model."""
@@ -18,10 +22,8 @@ def _cell(value: object) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _num(value: float | None, digits: int = 4) -> str:
-    if value is None or not math.isfinite(value):
-        return "-"
-    return f"{value:.{digits}f}"
+def _num(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else metric(value)
 
 
 def _signed(value: float | None, digits: int = 4) -> str:
@@ -40,49 +42,15 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
-def decision_reached(inputs: ReportInputs) -> str:
-    """The decision the effects support, in one or two sentences."""
-    if inputs.gate_decision == "reframe":
-        return f"Reframe: the question must be revised before spending more ({inputs.gate_reason})."
-    if not inputs.effects:
-        return "No decision: no variant was compared with the control."
-    by = {v: [e for e in inputs.effects if e.verdict == v] for v in ("better", "worse")}
-    open_ = [e for e in inputs.effects if e.verdict == "inconclusive"]
-    sign = 1 if inputs.metric.direction == "maximize" else -1
-    parts = []
-    if by["better"]:
-        best = max(by["better"], key=lambda e: sign * (e.mean_diff or 0.0))
-        parts.append(
-            f"Adopt **{best.variant}**: {inputs.metric.name} {_signed(best.mean_diff)} versus the "
-            f"control over {best.n_pairs} paired seeds (95% interval {_signed(best.ci_low)} to "
-            f"{_signed(best.ci_high)}), beyond the useful effect of "
-            f"{inputs.metric.useful_effect:g}."
-        )
-    elif open_:
-        names = ", ".join(e.variant for e in open_)
-        parts.append(
-            f"Undecided: no variant is shown usefully better; {len(open_)} remain inconclusive "
-            f"({names}). More seeds would narrow their intervals."
-        )
-    else:
-        parts.append(
-            "Keep the control: no variant is usefully better "
-            f"(useful effect {inputs.metric.useful_effect:g})."
-        )
-    if by["worse"]:
-        parts.append("Usefully worse: " + ", ".join(e.variant for e in by["worse"]) + ".")
-    if by["better"] and open_:
-        parts.append("Still inconclusive: " + ", ".join(e.variant for e in open_) + ".")
-    return " ".join(parts)
-
-
 def _effects_section(inputs: ReportInputs, plots: set[str]) -> list[str]:
     m = inputs.metric
     out = [
         "## Effects",
         "",
         f"{m.name} ({m.direction}), variant - control paired by seed, accepted main-phase runs "
-        f"only. Useful-effect band: ±{m.useful_effect:g}.",
+        f"only. Useful-effect band: ±{m.useful_effect:g}; decision rule: "
+        f"{m.decision_rule.replace('_', '-')}. A verdict other than better, worse, not worse "
+        "or equivalent comes from the variant's runs (see the note).",
         "",
     ]
     if not inputs.effects:
@@ -97,8 +65,8 @@ def _effects_section(inputs: ReportInputs, plots: set[str]) -> list[str]:
             _signed(e.mean_diff),
             _num(e.sd),
             f"[{_signed(e.ci_low)}, {_signed(e.ci_high)}]" if e.ci_low is not None else "-",
-            _num(e.p_value, 3),
-            f"**{e.verdict}**",
+            "-" if e.p_value is None else significant(e.p_value, 3),
+            f"**{e.label}**",
             e.note,
         ]
         for e in inputs.effects
@@ -119,6 +87,32 @@ def _effects_section(inputs: ReportInputs, plots: set[str]) -> list[str]:
     out += [table(header, rows), ""]
     if EFFECTS_PNG in plots:
         out += [f"![Effects with 95% intervals against the useful-effect band]({EFFECTS_PNG})", ""]
+    return out
+
+
+def _findings_section(inputs: ReportInputs) -> list[str]:
+    """Per factor: hypothesis, levels, verdicts and the next decision each verdict selects."""
+    if not inputs.factors:
+        return []
+    effects = {e.variant: e for e in inputs.effects}
+    out = ["## Findings by factor", ""]
+    for factor in inputs.factors:
+        out += [f"### {factor.name}", ""]
+        out += [f"Hypothesis: {factor.hypothesis or 'none written in the plan.'}", ""]
+        rows = []
+        for variant, level in factor.levels.items():
+            effect = effects.get(variant)
+            verdict = effect.verdict if effect else None
+            rows.append(
+                [
+                    level,
+                    variant,
+                    f"**{effect.label}**" if effect else "not reached",
+                    effect.note if effect else "",
+                    factor.next_decisions.get(verdict, "-") if verdict else "-",
+                ]
+            )
+        out += [table(["Level", "Variant", "Verdict", "Why", "Next decision"], rows), ""]
     return out
 
 
@@ -243,14 +237,21 @@ def render_report(inputs: ReportInputs, plots: Sequence[str] = ()) -> str:
         f"**Decision reached.** {decision_reached(inputs)}",
         "",
     ]
+    if inputs.hypothesis:
+        out += [f"**Hypothesis.** {inputs.hypothesis}", ""]
     if inputs.plan_hash:
         out += [f"Plan hash `{inputs.plan_hash}`.", ""]
     out += ["## Gate", ""]
     if inputs.gate_decision is None:
         out += ["No gate decision was recorded.", ""]
     else:
-        out += [f"**{inputs.gate_decision}**: {inputs.gate_reason or 'no reason given'}", ""]
+        who = f" ({inputs.gate_source})" if inputs.gate_source else ""
+        out += [
+            f"**{inputs.gate_decision}**{who}: {inputs.gate_reason or 'no reason given'}",
+            "",
+        ]
     out += _effects_section(inputs, shown)
+    out += _findings_section(inputs)
     out += _not_accepted_section(inputs.runs)
     out += _pilot_section(inputs)
     out += _errors_section(inputs.errors, shown, inputs.control)
@@ -277,7 +278,7 @@ def render_report(inputs: ReportInputs, plots: Sequence[str] = ()) -> str:
 def effect_line(effect: Effect) -> str:
     """One effect in words, for logs and the Prefect UI."""
     if effect.mean_diff is None:
-        return f"{effect.variant}: {effect.verdict} ({effect.note})"
+        return f"{effect.variant}: {effect.label} ({effect.note})"
     interval = (
         f", 95% [{_signed(effect.ci_low)}, {_signed(effect.ci_high)}]"
         if effect.ci_low is not None
@@ -285,5 +286,5 @@ def effect_line(effect: Effect) -> str:
     )
     return (
         f"{effect.variant}: {_signed(effect.mean_diff)} over {effect.n_pairs} pair(s){interval}: "
-        f"{effect.verdict}"
+        f"{effect.label}" + (f" ({effect.note})" if effect.note else "")
     )

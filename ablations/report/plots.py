@@ -6,6 +6,7 @@ report links only the plots that exist.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,35 +41,74 @@ def _save(figure: Figure, path: Path) -> Path:
     return path
 
 
+VERDICT_STYLE: dict[str, tuple[str, str]] = {
+    "better": ("o", "tab:green"),
+    "not worse": ("o", "tab:cyan"),
+    "equivalent": ("o", "tab:blue"),
+    "worse": ("o", "tab:red"),
+    "inconclusive": ("o", "tab:gray"),
+    "fails threshold": ("v", "tab:orange"),
+    "diverges": ("X", "tab:red"),
+    "input truncated": ("s", "tab:brown"),
+    "failed": ("P", "black"),
+    "not run": ("D", "0.6"),
+}
+"""Verdict -> (marker, colour) in effects.png; one legend entry per verdict shown."""
+
+
 def plot_effects(effects: Sequence[Effect], metric: MetricSection, path: Path) -> Path | None:
-    """Mean paired difference per variant with its 95% interval, over the useful-effect band."""
-    shown = [e for e in effects if e.mean_diff is not None]
-    if not shown:
+    """Every variant's verdict: the mean paired difference with its 95% interval over the
+    useful-effect band, or, without a difference, the verdict's marker at 0 and its name."""
+    if not effects:
         return None
-    figure = Figure(figsize=(7, 1.2 + 0.45 * len(shown)))
+    figure = Figure(figsize=(7, 1.4 + 0.45 * len(effects)))
     ax = figure.add_subplot()
     u = metric.useful_effect
-    ax.axvspan(-u, u, color="0.9", label=f"no useful difference (±{u:g})")
+    ax.axvspan(-u, u, color="0.9", label=f"within the useful effect (±{u:g})")
     ax.axvline(0, color="0.5", linewidth=0.8)
-    for y, effect in enumerate(shown):
-        assert effect.mean_diff is not None
-        if effect.ci_low is not None and effect.ci_high is not None:
+    seen: set[str] = set()
+    for y, effect in enumerate(effects):
+        marker, color = VERDICT_STYLE[effect.verdict]
+        label = None if effect.verdict in seen else effect.verdict
+        seen.add(effect.verdict)
+        if effect.mean_diff is None:  # no pair: the verdict itself is the result shown
+            ax.plot(0, y, marker=marker, color=color, markersize=9, linestyle="none", label=label)
+            counted = re.match(r"^(pilot: )?(\d+/\d+ seeds)", effect.note)
+            ax.annotate(
+                effect.label + (f", {counted.group(2)}" if counted else ""),
+                (0, y),
+                xytext=(8, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize="small",
+                color=color,
+            )
+        elif effect.ci_low is not None and effect.ci_high is not None:
             ax.errorbar(
                 effect.mean_diff,
                 y,
                 xerr=[[effect.mean_diff - effect.ci_low], [effect.ci_high - effect.mean_diff]],
-                fmt="o",
-                color="tab:blue",
+                fmt=marker,
+                color=color,
                 capsize=4,
+                label=label,
             )
-        else:  # a single seed: the difference alone, no interval drawn
-            ax.plot(effect.mean_diff, y, marker="x", color="tab:purple", linestyle="none")
-    ax.set_yticks(range(len(shown)))
-    ax.set_yticklabels([f"{e.variant} (n={e.n_pairs})" for e in shown])
+        else:  # a single seed: the difference alone, hollow, no interval drawn
+            ax.plot(
+                effect.mean_diff,
+                y,
+                marker=marker,
+                markerfacecolor="none",
+                color=color,
+                linestyle="none",
+                label=label,
+            )
+    ax.set_yticks(range(len(effects)))
+    ax.set_yticklabels([f"{e.variant} (n={e.n_pairs})" for e in effects])
     ax.invert_yaxis()
     better = "right" if metric.direction == "maximize" else "left"
     ax.set_xlabel(f"{metric.name}: variant - control (95% interval; better to the {better})")
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize="small", frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
     return _save(figure, path)
 
 

@@ -262,7 +262,7 @@ def test_plan_cut_that_still_overruns_says_so(demo_data: dict[str, Any]) -> None
     by_kind = {s.kind: s for s in a.suggestions}
     assert by_kind["package"].days == 30 and by_kind["package"].price_usd == pytest.approx(390)
     assert by_kind["lots"].lots == 3 and by_kind["lots"].price_usd == pytest.approx(141.42)
-    assert not by_kind["cut"].fits and "still 32.00 h over" in by_kind["cut"].text
+    assert not by_kind["cut"].fits and "still 32.0 h over" in by_kind["cut"].text
     assert a.fits_with_margin is False
 
 
@@ -375,8 +375,14 @@ def test_planned_vs_realized_keeps_the_projection_and_the_deviations(
     assert pvr.unspent_planned_hours == pytest.approx(16 + 3 * 0.4)
     assert pvr.unplanned == ["extra-s0-x"]
     text = planned_vs_realized_markdown(pvr)
-    assert "| load | 0.00 h | 0.50 h | +0.50 h |" in text
-    assert f"| `{a.run_id}` | control | main | accepted | 1.00 h | 1.50 h | +0.50 h |" in text
+    assert "| load | 0 s | 30.0 min | +30.0 min |" in text
+    # A deviation above 20% is explained from the measured parts; one within 20% is not.
+    assert (
+        f"| `{a.run_id}` | control | main | accepted | 1.00 h | 1.50 h | +30.0 min | "
+        "train 1.5x the estimate |"
+    ) in text
+    assert f"| `{b.run_id}` | control | main | accepted | 1.00 h | 1.00 h | +0 s |  |" in text
+    assert "deviation +30.6 min; load 30.0 min not in the estimate" in text
     assert "- trim: dropped exploratory runs" in text
     # it round-trips through manifest.json as plain JSON
     assert type(pvr).model_validate_json(pvr.model_dump_json()) == pvr

@@ -49,6 +49,13 @@ def test_schema_describes_every_field() -> None:
     ]
     missing += [f for f, spec in schema["properties"].items() if not spec.get("description")]
     assert missing == []
+    # The decision fields are in the schema, with their fixed sets.
+    metric = schema["$defs"]["MetricSection"]["properties"]
+    assert metric["decision_rule"]["enum"] == ["superiority", "non_inferiority", "equivalence"]
+    factor = schema["$defs"]["Factor"]["properties"]
+    assert "hypothesis" in factor and "not worse" in json.dumps(factor["next_decisions"])
+    assert "cost" in schema["$defs"]["Level"]["properties"]
+    assert "hypothesis" in schema["$defs"]["CampaignSection"]["properties"]
 
 
 def test_invalid_plan_exits_2_with_paths_and_no_traceback(

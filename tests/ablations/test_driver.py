@@ -13,8 +13,10 @@ import torch
 
 from ablations.driver import execute, open_run
 from ablations.hooks import RunHistory
+from ablations.progress import outcome
 from ablations.records import CheckpointSummary, RunSpec, Stop
 from ablations.stop_rules import NoUsableRestart
+from ablations.units import metric
 from ablations.workload import Workload
 from ablations.workloads.digits import DigitsWorkload
 
@@ -80,6 +82,13 @@ def test_completed_below_the_threshold_is_rejected_not_stopped() -> None:
     assert record.stop is None
     assert [e["step"] for e in record.evaluations] == [30, 60, 70]  # and always the last step
     assert record.metrics["accuracy"] < 0.999
+    # The reason is recorded: the metric, its value, the threshold and the step.
+    assert record.rejection is not None
+    assert record.rejection.value == record.metrics["accuracy"]
+    assert (record.rejection.threshold, record.rejection.step) == (0.999, 70)
+    value = metric(record.metrics["accuracy"])
+    assert record.rejection.message == f"accuracy {value} < threshold 0.999 at step 70"
+    assert outcome(record) == record.rejection.message  # the progress line prints it
 
 
 def test_the_same_spec_twice_gives_bitwise_identical_losses() -> None:

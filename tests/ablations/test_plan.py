@@ -90,6 +90,21 @@ def test_demo_plan_loads_with_defaults() -> None:
             "interactions[0].set.depth",
             "not a level",
         ),
+        (
+            lambda d: d["metric"].update(decision_rule="noninferiority"),
+            "metric.decision_rule",
+            "'non_inferiority'",
+        ),
+        (
+            lambda d: d["factors"]["width"].update(next_decisions={"wrose": "x"}),
+            "factors.width.next_decisions.wrose.[key]",
+            "'not worse'",
+        ),
+        (
+            lambda d: d["control"].update(cost=-1),
+            "control.cost",
+            "greater than or equal to 0",
+        ),
     ],
 )
 def test_bad_values_name_their_path(

@@ -5,9 +5,9 @@ Main-phase accuracy, by variant and seed (control 0.90 / 0.92 / 0.91):
 
 - width=128: +0.030 +0.040 +0.035 -> better (interval above +0.01)
 - depth=1:   -0.050 -0.060 -0.055 -> worse
-- optimizer=sgd: +0.001 -0.002 0.000 -> no useful difference
-- width=16:  -0.050 -0.060, seed 2 stopped by the quality rule -> inconclusive (2 pairs)
-- dropout=0.3: seed 0 accepted, seeds 1 and 2 failed -> single seed, inconclusive
+- optimizer=sgd: +0.001 -0.002 0.000 -> equivalent (superiority, the default rule)
+- width=16:  -0.050 -0.060, seed 2 stopped by the quality rule -> fails threshold (2 pairs)
+- dropout=0.3: seed 0 accepted, seeds 1 and 2 failed -> failed (a single pair)
 """
 
 from __future__ import annotations

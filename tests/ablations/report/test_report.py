@@ -66,7 +66,9 @@ def test_build_report_writes_the_markdown_and_three_plots(
     assert "**Question.** Does width matter for held-out accuracy?" in markdown
     assert "**continue**: the pilot was healthy" in markdown
     assert "Adopt **width=128**: accuracy +0.0350" in markdown
-    assert "Usefully worse: depth=1. Still inconclusive: width=16, dropout=0.3." in markdown
+    assert "Worse: depth=1." in markdown and "Equivalent: optimizer=sgd." in markdown
+    assert "Fails threshold: width=16 (1/3 seeds stopped: quality below the threshold" in markdown
+    assert "Failed: dropout=0.3 (2/3 seeds failed: RuntimeError: CUDA error" in markdown
 
     wide = row_of(markdown, "width=128")
     assert wide[2] == "3"  # pairs
@@ -74,12 +76,12 @@ def test_build_report_writes_the_markdown_and_three_plots(
     assert wide[7] == "[+0.0226, +0.0474]"  # 95% interval, as scipy's ttest_rel gives it
     assert wide[9] == "**better**"
     assert row_of(markdown, "depth=1")[9] == "**worse**"
-    assert row_of(markdown, "optimizer=sgd")[9] == "**no useful difference**"
-    assert row_of(markdown, "width=16")[9] == "**inconclusive**"
+    assert row_of(markdown, "optimizer=sgd")[9] == "**equivalent**"
+    assert row_of(markdown, "width=16")[9] == "**fails threshold**"
 
     single = row_of(markdown, "dropout=0.3")
     assert single[2] == "1" and single[7] == "-" and single[6] == "-"  # no sd, no interval
-    assert "single seed" in single[10]
+    assert single[9] == "**failed**" and "2/3 seeds failed" in single[10]
 
     stopped = row_of(markdown, synthetic.run("width=16", 2).planned.run_id)
     assert stopped[4] == "stopped" and STOP_MESSAGE in stopped[6]
