@@ -1,7 +1,13 @@
-"""Terminal progress lines for `ablate run` (Prefect's own logs stay quiet)."""
+"""Terminal progress lines for `ablate run` (Prefect's own logs stay quiet).
+
+Each line also goes to the `ablate.progress` logger, which has no handler here and never
+reaches the terminal twice: flows/run_log.py attaches one that sends the lines to the Prefect
+run's logs, so the UI's Logs tab tells the same story (this package never imports Prefect).
+"""
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 
@@ -9,10 +15,16 @@ from ablations.records import RunRecord
 
 _START = time.monotonic()
 
+PROGRESS_LOG = logging.getLogger("ablate.progress")
+PROGRESS_LOG.setLevel(logging.INFO)
+PROGRESS_LOG.propagate = False  # the root logger's console handler would print it again
+PROGRESS_LOG.addHandler(logging.NullHandler())  # no "no handlers" fallback to stderr either
+
 
 def say(text: str) -> None:
     """Print one progress line with the seconds since the campaign process started."""
     print(f"[{time.monotonic() - _START:7.1f}s] {text}", file=sys.stdout, flush=True)
+    PROGRESS_LOG.info(text)
 
 
 def record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]]:

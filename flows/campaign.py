@@ -9,22 +9,18 @@ step is recognized as done on restart from the output folder.
 from pathlib import Path
 from typing import Literal, cast
 
-from prefect import flow, pause_flow_run
+from prefect import flow
 from prefect.artifacts import (
     create_markdown_artifact,
     create_progress_artifact,
     create_table_artifact,
     update_progress_artifact,
 )
-from prefect.exceptions import FlowPauseTimeout
 from prefect.futures import as_completed
-from prefect.input import RunInput
 from prefect.task_runners import ThreadPoolTaskRunner
-from pydantic import Field
 
 from ablations.campaign_phases import gate_decided, phase_runs, slot_warmup
 from ablations.campaign_state import registered_plan
-from ablations.gate import GateDecision, apply_answer
 from ablations.plan_io import read_plan_text
 from ablations.progress import record_rows, say
 from ablations.records import RunRecord
@@ -33,23 +29,13 @@ from ablations.scheduling import longest_first
 from ablations.slot_runtime import open_slots
 from ablations.slots import plan_slots
 from ablations.variants import PlannedRun
+from flows.gate_ui import ask_in_ui, decision_markdown
+from flows.run_log import run_logger
 from tasks.gate import recommend_gate, record_gate
 from tasks.preflight import run_preflight
 from tasks.register import project_campaign, register_campaign
 from tasks.results import write_results
 from tasks.runs import execute_run
-
-
-class GateAnswer(RunInput):
-    """Your decision after the pilot. The automatic recommendation is shown in the artifacts."""
-
-    decision: Literal["continue", "trim", "reframe"]
-    """continue: run every remaining registered run; trim: drop the runs below (or the
-    recommended ones when empty); reframe: end the campaign and draft a revised plan."""
-    drop: list[str] = Field(default_factory=list)
-    """Registered main-phase run ids or variant names to drop (nothing can be added)."""
-    note: str = ""
-    """Why, for the record."""
 
 
 def _run_phase(
@@ -64,7 +50,8 @@ def _run_phase(
     futures = [execute_run.submit(out_dir, r.run_id, r.variant, r.seed, r.phase) for r in ordered]
     records = []
     for future in as_completed(futures):
-        record = cast(RunRecord, future.result())
+        # A failed run's task state is Failed; its record is still the result, read as data.
+        record = cast(RunRecord, future.result(raise_on_failure=False))
         records.append(record)
         done[0] += 1
         detail = (
@@ -79,41 +66,6 @@ def _run_phase(
         if progress_id is not None:
             update_progress_artifact(progress_id, 100 * done[0] / total)  # type: ignore[arg-type]
     return records
-
-
-def _ask_in_ui(
-    recommendation: GateDecision, main: list[PlannedRun], timeout_s: int
-) -> GateDecision:
-    create_markdown_artifact(
-        key="gate-recommendation",
-        markdown=(
-            f"## Gate: the policy recommends **{recommendation.decision}**\n\n"
-            f"{recommendation.reason}\n\nRuns it would drop: {recommendation.drop or 'none'}\n\n"
-            f"Numbers: {recommendation.numbers}\n\nResume this flow run with your decision; "
-            f"after {timeout_s} s the recommendation is applied."
-        ),
-    )
-    say(
-        f"gate: waiting up to {timeout_s} s for a decision in the Prefect UI "
-        f"(recommended: {recommendation.decision})"
-    )
-    try:
-        answer = pause_flow_run(
-            wait_for_input=GateAnswer.with_initial_data(
-                decision=recommendation.decision, drop=recommendation.drop
-            ),
-            timeout=timeout_s,
-            poll_interval=2,
-        )
-    except FlowPauseTimeout:
-        return recommendation.model_copy(
-            update={
-                "source": "timeout",
-                "reason": f"no answer in {timeout_s} s; "
-                f"applied the policy: {recommendation.reason}",
-            }
-        )
-    return apply_answer(recommendation, answer.decision, answer.drop, answer.note, main)
 
 
 @flow(
@@ -135,6 +87,7 @@ def ablation_campaign(
 
     With `pool`, every run is a flow run of the `variant/<pool>` deployment on that work
     pool's workers, and `devices` counts the pool's devices (default: its online workers)."""
+    run_logger()  # progress lines also go to this run's logs in the UI
     if plan_yaml is None:
         if plan_path is None:
             raise ValueError("give plan_path or plan_yaml")
@@ -182,14 +135,12 @@ def ablation_campaign(
         mode = gate or plan.gate.mode
         decision = recommendation
         if mode == "ui" and not asked_before:
-            decision = _ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
+            decision = ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
         decision = record_gate(folder, decision)
         say(f"gate: {decision.decision} ({decision.source}): {decision.reason}")
         create_markdown_artifact(
             key="gate-decision",
-            markdown=f"## Gate decision: **{decision.decision}** ({decision.source})\n\n"
-            f"{decision.reason}\n\nDropped: {len(decision.drop)} runs\n\n"
-            f"Numbers: {decision.numbers}",
+            markdown=decision_markdown(decision),
         )
         if decision.decision in ("continue", "trim"):
             remaining = [r for r in main if r.run_id not in set(decision.drop)]
