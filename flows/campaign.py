@@ -31,6 +31,7 @@ from ablations.slots import plan_slots
 from ablations.variants import PlannedRun
 from flows.gate_ui import ask_in_ui, decision_markdown
 from flows.run_log import run_logger
+from flows.run_names import campaign_run_name
 from tasks.gate import recommend_gate, record_gate
 from tasks.preflight import run_preflight
 from tasks.register import project_campaign, register_campaign
@@ -70,39 +71,59 @@ def _run_phase(
 
 @flow(
     name="ablation-campaign",
+    flow_run_name=campaign_run_name,
     task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]  # generic in stubs
     persist_result=False,
     log_prints=False,
 )
 def ablation_campaign(
-    plan_path: str | None = None,
-    plan_yaml: str | None = None,
+    plan_path: str = "",
+    plan_yaml: str = "",
     out_dir: str = "ablate-out",
-    gate: Literal["auto", "ui"] | None = None,
-    devices: str | None = None,
-    pool: str | None = None,
+    gate: Literal["plan", "auto", "ui"] = "plan",
+    devices: str = "",
+    pool: str = "",
     heartbeat_timeout_s: float = 120.0,
 ) -> str:
     """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
 
-    With `pool`, every run is a flow run of the `variant/<pool>` deployment on that work
-    pool's workers, and `devices` counts the pool's devices (default: its online workers)."""
+    Relative paths resolve against the working directory of the process that runs the flow:
+    for a deployment, the `ablate serve` process (or the work pool's worker), not your browser.
+
+    Args:
+        plan_path: The plan's YAML file on the machine that runs the flow, e.g.
+            /data/plans/digits.yaml (a relative path resolves against the serving process's
+            working directory). Leave empty when the plan is pasted into plan_yaml.
+        plan_yaml: The plan itself, pasted as YAML; used instead of plan_path when given.
+        out_dir: The output folder (relative paths: against the serving process's working
+            directory). Running again with the same plan and folder resumes the campaign.
+        gate: Who decides after the pilot: plan (the plan's gate.mode), auto (the registered
+            policy), or ui (the run pauses for your answer in this UI; after the plan's
+            gate.timeout_minutes the policy decides).
+        devices: Overrides the plan's resources.devices: auto, a number of CPU slots, or
+            cuda:0,cuda:1. Empty: the plan's. With a pool: the pool's devices in all (auto:
+            its online workers).
+        pool: A Prefect process work pool whose workers run each run (deployment
+            variant/<pool>). Empty: the runs use this machine's devices.
+        heartbeat_timeout_s: With a pool: seconds without a run's heartbeat before its host
+            is presumed lost and the run is submitted again.
+    """
     run_logger()  # progress lines also go to this run's logs in the UI
-    if plan_yaml is None:
-        if plan_path is None:
+    if not plan_yaml:
+        if not plan_path:
             raise ValueError("give plan_path or plan_yaml")
         plan_yaml = read_plan_text(Path(plan_path))
     registration = register_campaign(plan_yaml, out_dir, plan_path or "inline plan")
     folder = registration.out_dir
     plan = registered_plan(Path(folder))
     remote = None
-    if pool is not None:
+    if pool:
         require_shared_store(plan.checkpoint)
         remote = PoolSettings(pool, heartbeat_timeout_s=heartbeat_timeout_s)
     slots = (
-        plan_slots(plan.resources, devices)
+        plan_slots(plan.resources, devices or None)
         if remote is None
-        else pool_slots(remote, plan.resources, devices)
+        else pool_slots(remote, plan.resources, devices or None)
     )
     project_campaign(folder, len(slots))
     pilot, main = phase_runs(Path(folder), "pilot"), phase_runs(Path(folder), "main")
@@ -132,7 +153,7 @@ def ablation_campaign(
             )
         asked_before = gate_decided(Path(folder))
         recommendation = recommend_gate(folder, len(slots))
-        mode = gate or plan.gate.mode
+        mode = plan.gate.mode if gate == "plan" else gate
         decision = recommendation
         if mode == "ui" and not asked_before:
             decision = ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
