@@ -27,6 +27,11 @@ def say(text: str) -> None:
     PROGRESS_LOG.info(text)
 
 
+def _significant(value: float | None) -> float | None:
+    """4 significant figures: what a table in the UI can show (the folder keeps them all)."""
+    return None if value is None else float(f"{value:.4g}")
+
+
 def record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]]:
     """Rows of a runs table (a Prefect table artifact): one small dict per run."""
     return [
@@ -35,7 +40,7 @@ def record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]
             "variant": r.variant,
             "seed": r.seed,
             "status": r.status,
-            metric: r.metrics.get(metric),
+            metric: _significant(r.metrics.get(metric)),
             "stop": f"{r.stop.rule}: {r.stop.message}" if r.stop else "",
             "seconds": round(r.timings.total, 2),
             "slot": r.slot or "",
