@@ -28,7 +28,9 @@ For optuna-dashboard: a trial's params are only the parameters whose values diff
 accepted (COMPLETE) runs recorded together, because the dashboard ranks the importance of
 every param over complete trials, and a factor that was trimmed, stopped or never varied
 there has nothing to rank; the full configuration is the `params` user attribute, and
-`variant`, `seed` and `run_id` name the run. The objective is named after the metric.
+`variant`, `seed` and `run_id` name the run. The objective stays unnamed ("Objective 0"; the
+study's `metric` user attribute names it): a named one would rename the `value` column of
+`trials_dataframe()` that RELOAD.md and users' scripts read.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ import datetime
 import math
 import os
 import threading
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -183,9 +184,6 @@ def open_ledger(
             space = {k: distribution_to_json(d) for k, d in search_space(plan).items()}
             study.set_user_attr(SPACE_ATTR, space)
             study.set_user_attr("metric", plan.metric.name)
-            with warnings.catch_warnings():  # experimental since optuna 3.2, still there
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                study.set_metric_names([plan.metric.name])  # the dashboard's objective name
             study.set_user_attr("question", plan.campaign.question)
     return study
 

@@ -88,7 +88,7 @@ def ablation_campaign(
     """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
 
     Relative paths resolve against the working directory of the process that runs the flow:
-    for a deployment, the `ablate serve` process (or the work pool's worker), not your browser.
+    for the deployment, the `ablate serve` process, not the machine of your browser.
 
     Args:
         plan_path: The plan's YAML file on the machine that runs the flow, e.g.

@@ -266,4 +266,3 @@ def test_only_factors_that_vary_among_accepted_runs_are_params(
     assert set(optuna.importance.get_param_importances(study)) <= {"width", "depth", "dropout"}
     control = next(t for t in study.trials if t.user_attrs["variant"] == "control")
     assert control.user_attrs["seed"] in (0, 1, 2) and "batch_size" in control.user_attrs["params"]
-    assert study.metric_names == ["accuracy"]
