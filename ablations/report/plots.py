@@ -98,6 +98,11 @@ MIN_BAR_FRACTION = 0.006
 campaign of hours still shows (and gets a marker, since its bar is wider than its time)."""
 
 
+LABEL_FRACTION = 0.06
+"""Bars narrower than this fraction of the timeline are left unlabelled (the legend and the
+report's tables name them)."""
+
+
 def timeline_marks(out_dir: Path) -> dict[str, float | None]:
     """The campaign's start (registration) and the gate's close (its decision) from the
     folder, for `plot_timeline`; None where the folder does not record them."""
@@ -196,7 +201,7 @@ def timeline_figure(
         )
         if width < min_width:  # an instant stop or a recognized run: mark where it happened
             ax.plot(start, y, marker="v", color=color, markeredgecolor="black", markersize=7)
-        if labelled:
+        if labelled and width >= LABEL_FRACTION * total:  # a label wider than its bar hides others
             ax.text(
                 start + max(width, min_width) / 2,
                 y,

@@ -78,6 +78,7 @@ def _record(status: str, **fields: Any) -> RunRecord:
 
 
 def test_run_states_are_named_after_the_status_with_the_reason() -> None:
+    from ablations.progress import record_rows
     from tasks.runs import run_state
 
     rejected = run_state(_record("rejected", metrics={"accuracy": 0.41234567}))
@@ -91,6 +92,10 @@ def test_run_states_are_named_after_the_status_with_the_reason() -> None:
     assert failed.message == "OSError: disk full"
     accepted = run_state(_record("accepted", metrics={"accuracy": 0.9642857313156128}))
     assert accepted.name == "Completed" and accepted.message == "accepted: accuracy=0.9643"
+    (row,) = record_rows(
+        [_record("accepted", metrics={"accuracy": 0.9642857313156128})], "accuracy"
+    )
+    assert row["accuracy"] == 0.9643  # the UI's runs tables: 4 significant figures
 
 
 def test_a_failed_run_state_still_hands_its_record_to_the_flow(prefect_server: None) -> None:
