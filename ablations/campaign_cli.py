@@ -122,9 +122,9 @@ def _run_campaign(
             manifest_path = campaign(
                 plan_path=str(args.plan),
                 out_dir=str(out_dir),
-                gate=args.gate,
-                devices=args.devices,
-                pool=args.pool,
+                gate=args.gate or "plan",  # the flow's form has no null: empty means "not given"
+                devices=args.devices or "",
+                pool=args.pool or "",
                 heartbeat_timeout_s=args.heartbeat_timeout,
             )
     manifest = json.loads(Path(manifest_path).read_text())
@@ -157,9 +157,9 @@ def serve_command(args: argparse.Namespace) -> int:
     from flows.environment import quiet_prefect
 
     quiet_prefect()
-    from flows.campaign import ablation_campaign
+    from flows.serve import serve_campaign
 
-    ablation_campaign.serve(name=args.name, limit=1, pause_on_shutdown=False)
+    serve_campaign(args.name)
     return EXIT_OK
 
 

@@ -180,6 +180,7 @@ def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:
             )
     if decision.decision == "reframe":
         write_reframe_draft(out_dir, decision.reason)
+    decision = decision.model_copy(update={"decided_at": time.time()})  # the timeline's gate
     save_json(out_dir, GATE, decision)
     return decision
 

@@ -39,6 +39,8 @@ class GateDecision(BaseModel):
     note: str = ""
     numbers: dict[str, float | str] = Field(default_factory=dict)
     """Projected hours, window, margin... as used for the decision."""
+    decided_at: float | None = None
+    """Epoch seconds when the decision was recorded (the end of the gate's wait)."""
 
 
 def _control_problem(plan: Plan, pilot: list[RunRecord]) -> str | None:

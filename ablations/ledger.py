@@ -23,6 +23,14 @@ or, from anywhere, `open_ledger(DIR, campaign_id)` / `absolute_ledger_url(DIR)`.
 Run status -> trial state: accepted -> COMPLETE (value: the final metric); stopped -> PRUNED
 (value: the last evaluation, as Optuna's own pruned trials do); failed and rejected -> FAIL;
 trimmed and pending runs never ran and get no trial.
+
+For optuna-dashboard: a trial's params are only the parameters whose values differ among the
+accepted (COMPLETE) runs recorded together, because the dashboard ranks the importance of
+every param over complete trials, and a factor that was trimmed, stopped or never varied
+there has nothing to rank; the full configuration is the `params` user attribute, and
+`variant`, `seed` and `run_id` name the run. The objective stays unnamed ("Objective 0"; the
+study's `metric` user attribute names it): a named one would rename the `value` column of
+`trials_dataframe()` that RELOAD.md and users' scripts read.
 """
 
 from __future__ import annotations
@@ -207,11 +215,12 @@ def _contains(dist: BaseDistribution, value: ParamValue) -> bool:
 def run_attrs(planned: PlannedRun, record: RunRecord) -> dict[str, Any]:
     """The trial's user attributes: who the run is and why it ended as it did."""
     return {
-        "run_id": record.run_id,
         "variant": planned.variant,
+        "seed": planned.seed,
+        "run_id": record.run_id,
         "factor": planned.factor,
         "level": planned.level,
-        "seed": planned.seed,
+        "params": dict(planned.params),
         "category": planned.category,
         "phase": planned.phase,
         "steps": planned.steps,
@@ -234,7 +243,19 @@ def _metric_name(study: optuna.Study, record: RunRecord) -> str | None:
     return next(iter(record.metrics), None)
 
 
-def _trial(study: optuna.Study, planned: PlannedRun, record: RunRecord) -> FrozenTrial:
+def varied_params(runs: list[tuple[PlannedRun, RunRecord]]) -> set[str]:
+    """The parameters whose values differ among the accepted runs: the ones worth ranking."""
+    values: dict[str, set[str]] = {}
+    for planned, record in runs:
+        if STATES.get(record.status) == TrialState.COMPLETE:
+            for name, value in planned.params.items():
+                values.setdefault(name, set()).add(repr(value))
+    return {name for name, seen in values.items() if len(seen) > 1}
+
+
+def _trial(
+    study: optuna.Study, planned: PlannedRun, record: RunRecord, varied: set[str] | None
+) -> FrozenTrial:
     state = STATES[record.status]
     metric = _metric_name(study, record)
     intermediate: dict[int, float] = {}
@@ -252,11 +273,12 @@ def _trial(study: optuna.Study, planned: PlannedRun, record: RunRecord) -> Froze
             )
     elif state == TrialState.PRUNED and intermediate:
         value = intermediate[max(intermediate)]
+    params = {k: v for k, v in planned.params.items() if varied is None or k in varied}
     trial = create_trial(
         state=state,
         value=value,
-        params=dict(planned.params),
-        distributions=_distributions(study, planned.params),
+        params=params,
+        distributions=_distributions(study, params),
         user_attrs=run_attrs(planned, record),
         intermediate_values=intermediate,
     )
@@ -272,8 +294,15 @@ def trials_of(study: optuna.Study, run_id: str) -> list[FrozenTrial]:
     return [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("run_id") == run_id]
 
 
-def record_run(study: optuna.Study, planned: PlannedRun, record: RunRecord) -> FrozenTrial | None:
+def record_run(
+    study: optuna.Study,
+    planned: PlannedRun,
+    record: RunRecord,
+    varied: set[str] | None = None,
+) -> FrozenTrial | None:
     """Record a finished run as a trial; idempotent per run id. Returns its trial.
+
+    `varied`: the parameters recorded as the trial's params (default: all of them).
 
     A run already recorded with the same status and steps returns its trial unchanged. A run
     retried to a different outcome (a failed run rerun to completion) gets a new trial with
@@ -285,7 +314,7 @@ def record_run(study: optuna.Study, planned: PlannedRun, record: RunRecord) -> F
         return None
     with _locked(_url_of(study)):
         previous = trials_of(study, record.run_id)
-        trial = _new_trial(study, planned, record, previous)
+        trial = _new_trial(study, planned, record, previous, varied)
         if trial is None:
             return previous[-1]
         study.add_trial(trial)
@@ -293,7 +322,10 @@ def record_run(study: optuna.Study, planned: PlannedRun, record: RunRecord) -> F
 
 
 def record_runs(study: optuna.Study, runs: list[tuple[PlannedRun, RunRecord]]) -> None:
-    """`record_run` for many runs at once: one lock, one read of the study, one write."""
+    """`record_run` for many runs at once: one lock, one read of the study, one write.
+
+    Each trial's params are the parameters that vary among the accepted runs given."""
+    varied = varied_params(runs)
     with _locked(_url_of(study)):
         by_run: dict[str, list[FrozenTrial]] = {}
         for known in study.get_trials(deepcopy=False):
@@ -302,7 +334,7 @@ def record_runs(study: optuna.Study, runs: list[tuple[PlannedRun, RunRecord]]) -
         for planned, record in runs:
             _require_same_run(planned, record)
             if record.status in STATES:
-                trial = _new_trial(study, planned, record, by_run.get(record.run_id, []))
+                trial = _new_trial(study, planned, record, by_run.get(record.run_id, []), varied)
                 new += [trial] if trial is not None else []
         study.add_trials(new)
 
@@ -315,7 +347,11 @@ def _require_same_run(planned: PlannedRun, record: RunRecord) -> None:
 
 
 def _new_trial(
-    study: optuna.Study, planned: PlannedRun, record: RunRecord, previous: list[FrozenTrial]
+    study: optuna.Study,
+    planned: PlannedRun,
+    record: RunRecord,
+    previous: list[FrozenTrial],
+    varied: set[str] | None,
 ) -> FrozenTrial | None:
     """The trial to add for `record`, or None when its last trial already says the same."""
     if previous:
@@ -326,7 +362,7 @@ def _new_trial(
         )
         if same:
             return None
-    trial = _trial(study, planned, record)
+    trial = _trial(study, planned, record, varied)
     if previous:
         trial.set_user_attr("attempt", len(previous) + 1)
         trial.set_user_attr("supersedes", previous[-1].number)

@@ -1,7 +1,13 @@
-"""Terminal progress lines for `ablate run` (Prefect's own logs stay quiet)."""
+"""Terminal progress lines for `ablate run` (Prefect's own logs stay quiet).
+
+Each line also goes to the `ablate.progress` logger, which has no handler here and never
+reaches the terminal twice: flows/run_log.py attaches one that sends the lines to the Prefect
+run's logs, so the UI's Logs tab tells the same story (this package never imports Prefect).
+"""
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 
@@ -9,10 +15,21 @@ from ablations.records import RunRecord
 
 _START = time.monotonic()
 
+PROGRESS_LOG = logging.getLogger("ablate.progress")
+PROGRESS_LOG.setLevel(logging.INFO)
+PROGRESS_LOG.propagate = False  # the root logger's console handler would print it again
+PROGRESS_LOG.addHandler(logging.NullHandler())  # no "no handlers" fallback to stderr either
+
 
 def say(text: str) -> None:
     """Print one progress line with the seconds since the campaign process started."""
     print(f"[{time.monotonic() - _START:7.1f}s] {text}", file=sys.stdout, flush=True)
+    PROGRESS_LOG.info(text)
+
+
+def _significant(value: float | None) -> float | None:
+    """4 significant figures: what a table in the UI can show (the folder keeps them all)."""
+    return None if value is None else float(f"{value:.4g}")
 
 
 def outcome(record: RunRecord) -> str:
@@ -36,7 +53,7 @@ def record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]
             "variant": r.variant,
             "seed": r.seed,
             "status": r.status,
-            metric: r.metrics.get(metric),
+            metric: _significant(r.metrics.get(metric)),
             "stop": f"{r.stop.rule}: {r.stop.message}" if r.stop else "",
             "reason": outcome(r) if r.status != "accepted" else "",
             "seconds": round(r.timings.total, 2),

@@ -141,6 +141,11 @@ def _checkpoint(run: dict[str, Any], plan: Plan) -> str:
         endpoint = plan.checkpoint.endpoint_url
         options = f", endpoint_url={json.dumps(endpoint)}" if endpoint else ""
         head += "Credentials come from the environment (AWS_* variables or a profile).\n\n"
+    head += (  # for every store scheme
+        "Both files hold tensors and plain values only (numpy's RNG state as a tensor), so "
+        "`torch.load(..., weights_only=True)` reads them without ablate; a workload whose own "
+        "state holds numpy arrays needs `ablations.checkpoint.state.loads` instead.\n\n"
+    )
     script = f"""
 python - <<'EOF'
 import io
@@ -148,13 +153,11 @@ import io
 import fsspec
 import torch
 
-from ablations.checkpoint.state import loads
-
 URI = {json.dumps(uri)}
 with fsspec.open(f"{{URI}}/model.pt", "rb"{options}) as handle:
     model = torch.load(io.BytesIO(handle.read()), map_location="cpu", weights_only=True)
 with fsspec.open(f"{{URI}}/state.pt", "rb"{options}) as handle:
-    state = loads(handle.read(), "state.pt")  # weights_only, numpy RNG arrays allowlisted
+    state = torch.load(io.BytesIO(handle.read()), map_location="cpu", weights_only=True)
 print(len(model), "tensors; step", state["step"], "of the run's training state")
 EOF
 """

@@ -9,22 +9,18 @@ step is recognized as done on restart from the output folder.
 from pathlib import Path
 from typing import Literal, cast
 
-from prefect import flow, pause_flow_run
+from prefect import flow
 from prefect.artifacts import (
     create_markdown_artifact,
     create_progress_artifact,
     create_table_artifact,
     update_progress_artifact,
 )
-from prefect.exceptions import FlowPauseTimeout
 from prefect.futures import as_completed
-from prefect.input import RunInput
 from prefect.task_runners import ThreadPoolTaskRunner
-from pydantic import Field
 
 from ablations.campaign_phases import gate_decided, phase_runs, slot_warmup
 from ablations.campaign_state import registered_plan
-from ablations.gate import GateDecision, apply_answer
 from ablations.plan_io import read_plan_text
 from ablations.progress import outcome, record_rows, say
 from ablations.records import RunRecord
@@ -33,23 +29,14 @@ from ablations.scheduling import longest_first
 from ablations.slot_runtime import open_slots
 from ablations.slots import plan_slots
 from ablations.variants import PlannedRun
+from flows.gate_ui import ask_in_ui, decision_markdown
+from flows.run_log import run_logger
+from flows.run_names import campaign_run_name
 from tasks.gate import recommend_gate, record_gate
 from tasks.preflight import run_preflight
 from tasks.register import project_campaign, register_campaign
 from tasks.results import write_results
 from tasks.runs import execute_run
-
-
-class GateAnswer(RunInput):
-    """Your decision after the pilot. The automatic recommendation is shown in the artifacts."""
-
-    decision: Literal["continue", "trim", "reframe"]
-    """continue: run every remaining registered run; trim: drop the runs below (or the
-    recommended ones when empty); reframe: end the campaign and draft a revised plan."""
-    drop: list[str] = Field(default_factory=list)
-    """Registered main-phase run ids or variant names to drop (nothing can be added)."""
-    note: str = ""
-    """Why, for the record."""
 
 
 def _run_phase(
@@ -64,7 +51,8 @@ def _run_phase(
     futures = [execute_run.submit(out_dir, r.run_id, r.variant, r.seed, r.phase) for r in ordered]
     records = []
     for future in as_completed(futures):
-        record = cast(RunRecord, future.result())
+        # A failed run's task state is Failed; its record is still the result, read as data.
+        record = cast(RunRecord, future.result(raise_on_failure=False))
         records.append(record)
         done[0] += 1
         detail = outcome(record)
@@ -77,75 +65,61 @@ def _run_phase(
     return records
 
 
-def _ask_in_ui(
-    recommendation: GateDecision, main: list[PlannedRun], timeout_s: int
-) -> GateDecision:
-    create_markdown_artifact(
-        key="gate-recommendation",
-        markdown=(
-            f"## Gate: the policy recommends **{recommendation.decision}**\n\n"
-            f"{recommendation.reason}\n\nRuns it would drop: {recommendation.drop or 'none'}\n\n"
-            f"Numbers: {recommendation.numbers}\n\nResume this flow run with your decision; "
-            f"after {timeout_s} s the recommendation is applied."
-        ),
-    )
-    say(
-        f"gate: waiting up to {timeout_s} s for a decision in the Prefect UI "
-        f"(recommended: {recommendation.decision})"
-    )
-    try:
-        answer = pause_flow_run(
-            wait_for_input=GateAnswer.with_initial_data(
-                decision=recommendation.decision, drop=recommendation.drop
-            ),
-            timeout=timeout_s,
-            poll_interval=2,
-        )
-    except FlowPauseTimeout:
-        return recommendation.model_copy(
-            update={
-                "source": "timeout",
-                "reason": f"no answer in {timeout_s} s; "
-                f"applied the policy: {recommendation.reason}",
-            }
-        )
-    return apply_answer(recommendation, answer.decision, answer.drop, answer.note, main)
-
-
 @flow(
     name="ablation-campaign",
+    flow_run_name=campaign_run_name,
     task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]  # generic in stubs
     persist_result=False,
     log_prints=False,
 )
 def ablation_campaign(
-    plan_path: str | None = None,
-    plan_yaml: str | None = None,
+    plan_path: str = "",
+    plan_yaml: str = "",
     out_dir: str = "ablate-out",
-    gate: Literal["auto", "ui"] | None = None,
-    devices: str | None = None,
-    pool: str | None = None,
+    gate: Literal["plan", "auto", "ui"] = "plan",
+    devices: str = "",
+    pool: str = "",
     heartbeat_timeout_s: float = 120.0,
 ) -> str:
     """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
 
-    With `pool`, every run is a flow run of the `variant/<pool>` deployment on that work
-    pool's workers, and `devices` counts the pool's devices (default: its online workers)."""
-    if plan_yaml is None:
-        if plan_path is None:
+    Relative paths resolve against the working directory of the process that runs the flow:
+    for the deployment, the `ablate serve` process, not the machine of your browser.
+
+    Args:
+        plan_path: The plan's YAML file on the machine that runs the flow, e.g.
+            /data/plans/digits.yaml (a relative path resolves against the serving process's
+            working directory). Leave empty when the plan is pasted into plan_yaml.
+        plan_yaml: The plan itself, pasted as YAML; used instead of plan_path when given.
+        out_dir: The output folder (relative paths: against the serving process's working
+            directory). Running again with the same plan and folder resumes the campaign.
+        gate: Who decides after the pilot: plan (the plan's gate.mode), auto (the registered
+            policy), or ui (the run pauses for your answer in this UI; after the plan's
+            gate.timeout_minutes the policy decides).
+        devices: Overrides the plan's resources.devices: auto, a number of CPU slots, or
+            cuda:0,cuda:1. Empty: the plan's. With a pool: the pool's devices in all (auto:
+            its online workers).
+        pool: A Prefect process work pool whose workers run each run (deployment
+            variant/<pool>). Empty: the runs use this machine's devices.
+        heartbeat_timeout_s: With a pool: seconds without a run's heartbeat before its host
+            is presumed lost and the run is submitted again.
+    """
+    run_logger()  # progress lines also go to this run's logs in the UI
+    if not plan_yaml:
+        if not plan_path:
             raise ValueError("give plan_path or plan_yaml")
         plan_yaml = read_plan_text(Path(plan_path))
     registration = register_campaign(plan_yaml, out_dir, plan_path or "inline plan")
     folder = registration.out_dir
     plan = registered_plan(Path(folder))
     remote = None
-    if pool is not None:
+    if pool:
         require_shared_store(plan.checkpoint)
         remote = PoolSettings(pool, heartbeat_timeout_s=heartbeat_timeout_s)
     slots = (
-        plan_slots(plan.resources, devices)
+        plan_slots(plan.resources, devices or None)
         if remote is None
-        else pool_slots(remote, plan.resources, devices)
+        else pool_slots(remote, plan.resources, devices or None)
     )
     project_campaign(folder, len(slots))
     pilot, main = phase_runs(Path(folder), "pilot"), phase_runs(Path(folder), "main")
@@ -175,17 +149,15 @@ def ablation_campaign(
             )
         asked_before = gate_decided(Path(folder))
         recommendation = recommend_gate(folder, len(slots))
-        mode = gate or plan.gate.mode
+        mode = plan.gate.mode if gate == "plan" else gate
         decision = recommendation
         if mode == "ui" and not asked_before:
-            decision = _ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
+            decision = ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
         decision = record_gate(folder, decision)
         say(f"gate: {decision.decision} ({decision.source}): {decision.reason}")
         create_markdown_artifact(
             key="gate-decision",
-            markdown=f"## Gate decision: **{decision.decision}** ({decision.source})\n\n"
-            f"{decision.reason}\n\nDropped: {len(decision.drop)} runs\n\n"
-            f"Numbers: {decision.numbers}",
+            markdown=decision_markdown(decision),
         )
         if decision.decision in ("continue", "trim"):
             remaining = [r for r in main if r.run_id not in set(decision.drop)]

@@ -20,9 +20,10 @@ def _run_name() -> str:
     spec = params.get("spec") or {}
     if isinstance(spec, RunSpec):
         spec = spec.model_dump()
+    campaign = spec.get("campaign_id")
     if params.get("kind") == "preflight":
-        return f"preflight ({spec.get('campaign_id')})"
-    return f"{spec.get('variant')} seed {spec.get('seed')} ({spec.get('phase')})"
+        return f"{campaign}: preflight"
+    return f"{campaign}: {spec.get('variant')} seed {spec.get('seed')} ({spec.get('phase')})"
 
 
 @flow(name="variant", flow_run_name=_run_name, persist_result=False, log_prints=False)

@@ -3,8 +3,10 @@
 Capture is the only part on the training loop's path: it copies every tensor to host memory
 (device tensors into pinned buffers with non-blocking copies, ordered on the current stream
 before any later update) and returns a `Snapshot`. Serialization happens in the background.
-Loading uses `torch.load(weights_only=True)` with numpy's array types allowlisted: a pickle
-read from a store is never executed.
+Loading uses `torch.load(weights_only=True)`: a pickle read from a store is never executed.
+Our own state holds tensors and plain values only (numpy's RNG state as a tensor), so any
+reader can load `state.pt` with `weights_only=True` alone; numpy's array types stay allowlisted
+here for checkpoints written before that, and for numpy arrays in a workload's own state.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def rng_state() -> dict[str, Any]:
     """Every RNG the process has: python, numpy, torch CPU and CUDA on every device."""
     state: dict[str, Any] = {
         "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "numpy": _numpy_state(),
         "torch": torch.get_rng_state(),
     }
     # Only once CUDA is in use: querying it otherwise would create a context on every card.
@@ -88,9 +90,31 @@ def rng_state() -> dict[str, Any]:
     return state
 
 
+def _numpy_state() -> dict[str, Any]:
+    """numpy's legacy global RNG state as a tensor and plain numbers (no numpy objects)."""
+    name, key, pos, has_gauss, cached_gaussian = np.random.get_state(legacy=True)
+    return {
+        "bit_generator": str(name),
+        "key": torch.from_numpy(np.asarray(key, dtype=np.int64)),  # uint32 values, exact
+        "pos": int(pos),
+        "has_gauss": int(has_gauss),
+        "cached_gaussian": float(cached_gaussian),
+    }
+
+
+def _set_numpy_state(state: Any) -> None:
+    if not isinstance(state, dict):  # a checkpoint from before: numpy's own tuple
+        np.random.set_state(state)
+        return
+    key = state["key"].numpy().astype(np.uint32)
+    np.random.set_state(
+        (state["bit_generator"], key, state["pos"], state["has_gauss"], state["cached_gaussian"])
+    )
+
+
 def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(_as_tuples(state["python"]))
-    np.random.set_state(state["numpy"])
+    _set_numpy_state(state["numpy"])
     torch.set_rng_state(state["torch"])
     cuda = state.get("cuda")
     if cuda and torch.cuda.is_available():

@@ -14,6 +14,7 @@ from ablations.report.plots import (
     plot_effects,
     plot_per_class,
     plot_timeline,
+    timeline_marks,
 )
 
 REPORT_FILE = "REPORT.md"
@@ -29,7 +30,7 @@ def build_report(out_dir: Path, inputs: ReportInputs) -> str:
     for name, draw in (
         (EFFECTS_PNG, lambda p: plot_effects(inputs.effects, inputs.metric, p)),
         (PER_CLASS_PNG, lambda p: plot_per_class(inputs.errors, p)),
-        (TIMELINE_PNG, lambda p: plot_timeline(inputs.runs, p)),
+        (TIMELINE_PNG, lambda p: plot_timeline(inputs.runs, p, **timeline_marks(out_dir))),
     ):
         path = out_dir / name
         if draw(path) is not None:

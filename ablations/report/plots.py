@@ -16,6 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ablations.analysis import Effect, ErrorAnalysis, per_class_frame
+from ablations.campaign_state import load_json
 from ablations.plan_sections import MetricSection
 from ablations.report.inputs import ReportRun
 
@@ -132,10 +133,60 @@ def plot_per_class(analysis: ErrorAnalysis | None, path: Path) -> Path | None:
     return _save(figure, path)
 
 
-def plot_timeline(runs: Sequence[ReportRun], path: Path) -> Path | None:
-    """One row per slot, one bar per run from its start to its end, coloured by status."""
+MIN_BAR_FRACTION = 0.006
+"""The shortest bar drawn, as a fraction of the timeline: a run that took a second in a
+campaign of hours still shows (and gets a marker, since its bar is wider than its time)."""
+
+
+LABEL_FRACTION = 0.06
+"""Bars narrower than this fraction of the timeline are left unlabelled (the legend and the
+report's tables name them)."""
+
+
+def timeline_marks(out_dir: Path) -> dict[str, float | None]:
+    """The campaign's start (registration) and the gate's close (its decision) from the
+    folder, for `plot_timeline`; None where the folder does not record them."""
+    registration = load_json(out_dir, "registration.json") or {}
+    gate = load_json(out_dir, "gate.json") or {}
+    return {
+        "campaign_start": registration.get("registered_at"),
+        "gate_closed": gate.get("decided_at"),
+    }
+
+
+def _time_unit(span_seconds: float) -> tuple[str, float]:
+    if span_seconds < 120:
+        return "seconds", 1.0
+    if span_seconds < 3 * 3600:
+        return "minutes", 60.0
+    return "hours", 3600.0
+
+
+def plot_timeline(
+    runs: Sequence[ReportRun],
+    path: Path,
+    *,
+    campaign_start: float | None = None,
+    gate_closed: float | None = None,
+) -> Path | None:
+    """The timeline figure (see `timeline_figure`) as a PNG."""
+    figure = timeline_figure(runs, campaign_start=campaign_start, gate_closed=gate_closed)
+    return None if figure is None else _save(figure, path)
+
+
+def timeline_figure(
+    runs: Sequence[ReportRun],
+    *,
+    campaign_start: float | None = None,
+    gate_closed: float | None = None,
+) -> Figure | None:
+    """One lane per slot, one bar per run from its start to its end, coloured by status.
+
+    Time runs from the campaign's start (never negative); the gate's wait, from the last
+    pilot run's end to the decision, is shaded; runs too short to see get a minimum width and
+    a marker."""
     timed = [
-        r
+        (r, r.record)
         for r in runs
         if r.record is not None
         and r.record.started_at is not None
@@ -143,30 +194,56 @@ def plot_timeline(runs: Sequence[ReportRun], path: Path) -> Path | None:
     ]
     if not timed:
         return None
-    origin = min(r.record.started_at for r in timed if r.record and r.record.started_at)
-    slot_of = [(r.record.slot if r.record else None) or "?" for r in timed]
+    spans = {
+        record.run_id: (float(record.started_at or 0), float(record.ended_at or 0))
+        for _, record in timed
+    }
+    starts = [start for start, _ in spans.values()]
+    origin = min([*starts, *([campaign_start] if campaign_start is not None else [])])
+    pilot_ends = [spans[rec.run_id][1] for run, rec in timed if run.planned.phase == "pilot"]
+    main_starts = [spans[rec.run_id][0] for run, rec in timed if run.planned.phase == "main"]
+    gate_open = max(pilot_ends) if pilot_ends else None
+    gate_close = gate_closed if gate_closed is not None else min(main_starts, default=None)
+    end = max([e for _, e in spans.values()] + ([gate_close] if gate_close else []))
+    unit, scale = _time_unit(end - origin)
+    total = max((end - origin) / scale, 1e-9)
+    min_width = MIN_BAR_FRACTION * total
+
+    slot_of = [record.slot or "?" for _, record in timed]
     slots = sorted(set(slot_of))
     labelled = max(Counter(slot_of).values()) <= MAX_LABELLED_PER_SLOT
     figure = Figure(figsize=(9, 1.2 + 0.5 * len(slots)))
     ax = figure.add_subplot()
-    for run in timed:
-        record = run.record
-        assert record is not None and record.started_at is not None
-        assert record.ended_at is not None
+    gate_span = []
+    if gate_open is not None and gate_close is not None and gate_close > gate_open:
+        gate_span = [
+            ax.axvspan(
+                (gate_open - origin) / scale,
+                (gate_close - origin) / scale,
+                color="0.88",
+                zorder=0,
+                label="gate: waiting for the decision",
+            )
+        ]
+    for run, record in timed:
         y = slots.index(record.slot or "?")
-        start = (record.started_at - origin) / 60
-        width = max((record.ended_at - record.started_at) / 60, 1e-3)
+        started, ended = spans[record.run_id]
+        start = (started - origin) / scale
+        width = (ended - started) / scale
+        color = STATUS_COLORS.get(record.status, "tab:blue")
         ax.barh(
             y,
-            width,
+            max(width, min_width),
             left=start,
-            color=STATUS_COLORS.get(record.status, "tab:blue"),
+            color=color,
             edgecolor="white",
             hatch="//" if run.planned.phase == "pilot" else None,
         )
-        if labelled:
+        if width < min_width:  # an instant stop or a recognized run: mark where it happened
+            ax.plot(start, y, marker="v", color=color, markeredgecolor="black", markersize=7)
+        if labelled and width >= LABEL_FRACTION * total:  # a label wider than its bar hides others
             ax.text(
-                start + width / 2,
+                start + max(width, min_width) / 2,
                 y,
                 f"{run.planned.variant} s{run.planned.seed}",
                 ha="center",
@@ -174,13 +251,22 @@ def plot_timeline(runs: Sequence[ReportRun], path: Path) -> Path | None:
                 fontsize="x-small",
                 clip_on=True,
             )
+    ax.set_xlim(0, total * 1.02)
     ax.set_yticks(range(len(slots)))
     ax.set_yticklabels(slots)
-    ax.set_xlabel("minutes since the first run started (hatched: pilot)")
+    ax.set_ylim(-0.6, len(slots) - 0.4)
+    ax.set_xlabel(
+        f"{unit} since the campaign started (hatched: pilot; triangle: a run too short to see)"
+    )
     handles = [
         ax.bar(0, 0, color=color, label=status)
         for status, color in STATUS_COLORS.items()
-        if any(r.record and r.record.status == status for r in timed)
+        if any(record.status == status for _, record in timed)
     ]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    return _save(figure, path)
+    ax.legend(
+        handles=[*handles, *gate_span],
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        fontsize="small",
+    )
+    return figure

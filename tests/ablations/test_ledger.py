@@ -68,7 +68,8 @@ def assert_ledger_matches_manifest(out_dir: Path) -> optuna.Study:
         stop = row.get("stop") or {}
         assert trial.user_attrs["stop_rule"] == stop.get("rule")
         assert trial.user_attrs["stop_reason"] == stop.get("message")
-        assert trial.params == row["params"]
+        assert trial.user_attrs["params"] == row["params"]  # the full configuration
+        assert trial.params == {k: v for k, v in row["params"].items() if k in trial.params}
         steps = [int(e["step"]) for e in row["evaluations"] if "accuracy" in e]
         assert sorted(trial.intermediate_values) == sorted(set(steps))
         if row["status"] == "accepted":
@@ -243,3 +244,25 @@ def test_recording_many_runs_at_once_matches_one_by_one(
     record_runs(batch, [(failed[0], retried)])
     again = [t for t in batch.trials if t.user_attrs["run_id"] == failed[0].run_id]
     assert [t.user_attrs.get("attempt") for t in again] == [None, 2]
+
+
+def test_only_factors_that_vary_among_accepted_runs_are_params(
+    tmp_path: Path, campaign: Synthetic
+) -> None:
+    # optuna-dashboard ranks every param's importance over the complete trials: a trimmed
+    # factor (optimizer) or a never-varied parameter (batch_size) must not be among them.
+    study = open_ledger(tmp_path, "synthetic", plan=campaign.plan)
+    runs = []
+    for run in campaign.runs:
+        assert run.record is not None
+        record = run.record
+        if run.planned.variant == "optimizer=sgd":
+            record = record.model_copy(update={"status": "trimmed", "metrics": {}})
+        runs.append((run.planned, record))
+    record_runs(study, runs)
+    named = set().union(*(t.params for t in study.trials))
+    assert {"width", "depth", "dropout"} <= named
+    assert "optimizer" not in named and "batch_size" not in named
+    assert set(optuna.importance.get_param_importances(study)) <= {"width", "depth", "dropout"}
+    control = next(t for t in study.trials if t.user_attrs["variant"] == "control")
+    assert control.user_attrs["seed"] in (0, 1, 2) and "batch_size" in control.user_attrs["params"]

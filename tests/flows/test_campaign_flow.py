@@ -109,3 +109,35 @@ def test_reframe_when_the_control_is_below_threshold(
     assert not [r for r in manifest["runs"] if r["phase"] == "main" and r["status"] != "pending"]
     draft = (tmp_path / "out" / "reframe-draft.yaml").read_text()
     assert "tiny-reframed" in draft
+    # As the UI shows it: the flow run named after the campaign, the rejected control's task
+    # state named Rejected, and the progress lines in the run's logs.
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterName,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=["tiny"])),
+            sort=FlowRunSort.START_TIME_DESC,
+            limit=1,
+        )[0]
+        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id={"any_": [flow_run.id]}))
+        states = {t.name: t.state for t in task_runs if t.state is not None}
+        assert states["control seed 0 (pilot)"].name == "Rejected"
+        assert "threshold" in (states["control seed 0 (pilot)"].message or "")
+        for _ in range(40):  # logs arrive in background batches
+            logs = client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id]))
+            )
+            if any(log.message.startswith("gate: reframe") for log in logs):
+                break
+            time.sleep(0.25)
+    messages = [log.message for log in logs]
+    assert any(m.startswith("campaign tiny") for m in messages)
+    assert any(m.startswith("gate: reframe") for m in messages)
+    assert any(log.task_run_id is not None and "Rejected" in log.message for log in logs)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
+from pathlib import Path
+
 import pytest
 
 from flows.campaign import ablation_campaign
@@ -27,3 +30,40 @@ def test_parameter_schema_renders_a_form() -> None:
 
     schema = parameter_schema(ablation_campaign.fn).model_dump()
     assert {"plan_path", "plan_yaml", "out_dir", "gate", "devices"} <= set(schema["properties"])
+
+
+def test_every_parameter_is_described_and_gate_is_a_select() -> None:
+    from flows.serve import campaign_deployment
+
+    # What the deployment sends to the server (RunnerDeployment keeps it private).
+    schema = campaign_deployment("ablate")._parameter_openapi_schema.model_dump()
+    properties = schema["properties"]
+    assert set(properties) == set(inspect.signature(ablation_campaign.fn).parameters)
+    undescribed = [name for name, field in properties.items() if not field.get("description")]
+    assert not undescribed
+    assert properties["gate"]["enum"] == ["plan", "auto", "ui"]
+    assert not [name for name, field in properties.items() if "anyOf" in field]  # no null toggles
+    assert "working directory" in properties["plan_path"]["description"]
+
+
+def test_the_served_entrypoint_is_absolute_and_loads_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect.flows import load_flow_from_entrypoint
+
+    from flows.serve import campaign_deployment
+
+    monkeypatch.chdir(tmp_path)
+    entrypoint = campaign_deployment("ablate").entrypoint
+    assert entrypoint is not None and Path(entrypoint.split(":")[0]).is_absolute()
+    assert load_flow_from_entrypoint(entrypoint).name == "ablation-campaign"
+
+
+def test_flow_runs_are_named_after_the_campaign(tmp_path: Path) -> None:
+    from flows.run_names import campaign_id_of
+
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("campaign: {id: digits-widths}\n")
+    assert campaign_id_of("", str(plan)) == "digits-widths"
+    assert campaign_id_of("campaign: {id: pasted}\n", str(plan)) == "pasted"
+    assert campaign_id_of("", str(tmp_path / "missing.yaml")) is None

@@ -1,0 +1,125 @@
+"""The gate asked in the Prefect UI: the Resume form, its help, and the recommendation shown.
+
+The form refuses a conflicting answer instead of silently changing it: its JSON schema (which
+the server checks before it resumes the run) allows `continue` only with an empty drop list,
+so the run stays paused and the UI shows the reason.
+"""
+
+# No `from __future__ import annotations`: pydantic builds the form's model from these
+# annotations when the recommendation fills in its defaults.
+from typing import Any, Literal
+
+from prefect import pause_flow_run
+from prefect.artifacts import create_markdown_artifact
+from prefect.exceptions import FlowPauseTimeout
+from prefect.input import RunInput
+from pydantic import ConfigDict, Field, create_model
+
+from ablations.gate import GateDecision, apply_answer
+from ablations.progress import say
+from ablations.variants import PlannedRun
+
+DECISION_HELP = (
+    "continue: run every remaining registered main run (leave Drop empty); trim: drop the runs "
+    "listed in Drop, or the recommended ones when Drop is empty; reframe: end the campaign and "
+    "draft a revised plan."
+)
+DROP_HELP = (
+    "Only with trim: main-phase run ids (e.g. width=8-s0-1a2b3c4d5e) or variant names "
+    "(e.g. width=8, every seed of it) to drop. Nothing can be added. Must be empty with "
+    "continue: choose trim to drop runs."
+)
+NOTE_HELP = "Why, for the record (written to gate.json and the report)."
+
+# JSON schema the server validates the answer against: `continue` allows no drops.
+_CONTINUE_DROPS_NOTHING: dict[str, Any] = {
+    "if": {"properties": {"decision": {"const": "continue"}}, "required": ["decision"]},
+    "then": {"properties": {"drop": {"maxItems": 0}}},
+}
+
+
+class GateAnswer(RunInput):
+    """Your decision after the pilot. The automatic recommendation is shown in the artifacts."""
+
+    model_config = ConfigDict(json_schema_extra=_CONTINUE_DROPS_NOTHING)
+
+    decision: Literal["continue", "trim", "reframe"] = Field(description=DECISION_HELP)
+    drop: list[str] = Field(default_factory=list, description=DROP_HELP)
+    note: str = Field(default="", description=NOTE_HELP)
+
+
+def gate_form(recommendation: GateDecision) -> type[GateAnswer]:
+    """The Resume form, filled in with the recommendation and described by it.
+
+    (`RunInput.with_initial_data` would drop the fields' descriptions, so the defaults are set
+    here with them.)"""
+    fields: dict[str, Any] = {
+        "drop": (list[str], Field(default=list(recommendation.drop), description=DROP_HELP))
+    }
+    if recommendation.decision != "fix":  # not a choice of the form: leave it unanswered
+        fields["decision"] = (
+            Literal["continue", "trim", "reframe"],
+            Field(default=recommendation.decision, description=DECISION_HELP),
+        )
+    form = create_model("GateAnswer", __base__=GateAnswer, **fields)
+    form._description = recommendation_markdown(recommendation)
+    return form
+
+
+def _number(value: float | str) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def numbers_table(numbers: dict[str, float | str]) -> str:
+    """The gate's numbers as a markdown table, floats to 4 significant figures."""
+    if not numbers:
+        return ""
+    rows = [f"| {key.replace('_', ' ')} | {_number(value)} |" for key, value in numbers.items()]
+    return "\n".join(["| quantity | value |", "| --- | --- |", *rows])
+
+
+def recommendation_markdown(recommendation: GateDecision) -> str:
+    """What the policy recommends and why, with its numbers."""
+    return (
+        f"## Gate: the policy recommends **{recommendation.decision}**\n\n"
+        f"{recommendation.reason}\n\n"
+        f"Runs it would drop: {', '.join(recommendation.drop) or 'none'}\n\n"
+        f"{numbers_table(recommendation.numbers)}\n"
+    )
+
+
+def decision_markdown(decision: GateDecision) -> str:
+    """The recorded gate decision, for its artifact."""
+    return (
+        f"## Gate decision: **{decision.decision}** ({decision.source})\n\n"
+        f"{decision.reason}\n\nDropped: {len(decision.drop)} runs\n\n"
+        f"{numbers_table(decision.numbers)}\n"
+    )
+
+
+def ask_in_ui(recommendation: GateDecision, main: list[PlannedRun], timeout_s: int) -> GateDecision:
+    """Pause the flow run for a person's answer; the recommendation applies after the timeout."""
+    create_markdown_artifact(
+        key="gate-recommendation",
+        markdown=recommendation_markdown(recommendation)
+        + f"\nResume this flow run with your decision; after {timeout_s} s the recommendation "
+        "is applied.",
+    )
+    say(
+        f"gate: waiting up to {timeout_s} s for a decision in the Prefect UI "
+        f"(recommended: {recommendation.decision})"
+    )
+    try:
+        answer = pause_flow_run(
+            wait_for_input=gate_form(recommendation), timeout=timeout_s, poll_interval=2
+        )
+    except FlowPauseTimeout:
+        return recommendation.model_copy(
+            update={
+                "source": "timeout",
+                "reason": f"no answer in {timeout_s} s; "
+                f"applied the policy: {recommendation.reason}",
+            }
+        )
+    say(f"gate: answered in the UI: {answer.decision}, drop {answer.drop or 'nothing'}")
+    return apply_answer(recommendation, answer.decision, answer.drop, answer.note, main)

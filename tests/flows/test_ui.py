@@ -1,0 +1,210 @@
+"""The campaign as a Prefect UI user sees it: run logs, task states and the gate's Resume form,
+on the real Prefect test server (tiny flows over the campaign's own helpers, no training)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from ablations.gate import GateDecision
+from ablations.records import RunError, RunRecord, Stop
+from ablations.variants import PlannedRun
+
+
+def _logs(flow_run_id: UUID, expected: int) -> list[Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        for _ in range(40):  # logs arrive in the background, in batches
+            logs = client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
+            )
+            if len(logs) >= expected:
+                break
+            time.sleep(0.25)
+    return logs
+
+
+def test_progress_lines_reach_the_run_logs_and_the_terminal_once(
+    prefect_server: None, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from prefect import flow, task
+    from prefect.runtime import flow_run
+
+    from ablations.progress import PROGRESS_LOG, say
+    from flows.run_log import run_logger
+
+    @task(name="one-run")
+    def one_run() -> None:
+        PROGRESS_LOG.info("run r1: Stopped: quality at step 20")  # as tasks/runs.py does
+
+    @flow(name="logs-probe")
+    def probe() -> str:
+        run_logger()
+        say("pilot: 2 runs")
+        one_run()
+        return str(flow_run.get_id())
+
+    flow_run_id = UUID(probe())
+    say("outside any run")  # no run context: the terminal only, and no warning
+    logs = _logs(flow_run_id, expected=2)
+    by_message = {log.message: log for log in logs}
+    assert "pilot: 2 runs" in by_message
+    assert by_message["pilot: 2 runs"].task_run_id is None  # the flow run's own log
+    assert by_message["run r1: Stopped: quality at step 20"].task_run_id is not None
+    assert not any("outside" in log.message for log in logs)
+    out, err = capfd.readouterr()
+    assert out.count("pilot: 2 runs") == 1 and "pilot: 2 runs" not in err
+    assert "Stopped: quality" not in out + err  # the task's line is for the UI only
+    assert "attempted to send logs" not in err
+
+
+def _record(status: str, **fields: Any) -> RunRecord:
+    return RunRecord(
+        run_id=f"width=8-s0-{status}",
+        variant="width=8",
+        seed=0,
+        category="essential",
+        phase="main",
+        status=status,  # type: ignore[arg-type]
+        **fields,
+    )
+
+
+def test_run_states_are_named_after_the_status_with_the_reason() -> None:
+    from ablations.progress import record_rows
+    from tasks.runs import run_state
+
+    rejected = run_state(_record("rejected", metrics={"accuracy": 0.41234567}))
+    assert rejected.name == "Rejected" and rejected.is_completed()
+    assert "accuracy=0.4123 " in rejected.message + " "
+    stop = Stop(rule="non_finite_loss", message="loss is nan", step=7)
+    stopped = run_state(_record("stopped", stop=stop))
+    assert stopped.name == "Stopped" and "loss is nan" in (stopped.message or "")
+    failed = run_state(_record("failed", error=RunError(type="OSError", message="disk full")))
+    assert failed.name == "Failed" and failed.is_failed()
+    assert failed.message == "OSError: disk full"
+    accepted = run_state(_record("accepted", metrics={"accuracy": 0.9642857313156128}))
+    assert accepted.name == "Completed" and accepted.message == "accepted: accuracy=0.9643"
+    (row,) = record_rows(
+        [_record("accepted", metrics={"accuracy": 0.9642857313156128})], "accuracy"
+    )
+    assert row["accuracy"] == 0.9643  # the UI's runs tables: 4 significant figures
+
+
+def test_a_failed_run_state_still_hands_its_record_to_the_flow(prefect_server: None) -> None:
+    from prefect import flow, task
+    from prefect.states import State
+
+    from tasks.runs import run_state
+
+    failed = _record("failed", error=RunError(type="OSError", message="disk full"))
+
+    @task(name="failing-run")
+    def failing_run() -> State:
+        return run_state(failed)
+
+    @flow(name="failed-run-probe")
+    def probe() -> tuple[str, RunRecord]:
+        future = failing_run.submit()
+        record = future.result(raise_on_failure=False)  # as flows/campaign.py reads it
+        return future.state.name, record
+
+    name, record = probe()
+    assert name == "Failed" and record == failed
+
+
+def _main_runs() -> list[PlannedRun]:
+    return [
+        PlannedRun(
+            run_id=f"{variant}-s{seed}-abc",
+            variant=variant,
+            factor=None if variant == "control" else "width",
+            level=None if variant == "control" else 8,
+            seed=seed,
+            category="essential",
+            phase="main",
+            steps=40,
+            params={"width": 32 if variant == "control" else 8},
+        )
+        for variant in ("control", "width=8")
+        for seed in (0, 1)
+    ]
+
+
+def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
+    prefect_server: None,
+) -> None:
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+
+    from flows.gate_ui import ask_in_ui
+
+    recommendation = GateDecision(
+        decision="continue",
+        reason="the control is healthy",
+        numbers={"projected_hours": 0.123456789, "slots": 2},
+    )
+    main = _main_runs()
+    seen: dict[str, Any] = {}
+
+    def answer_as_the_ui_does() -> None:
+        with get_client(sync_client=True) as client:
+            for _ in range(240):
+                paused = client.read_flow_runs(
+                    flow_filter=FlowFilter(name=FlowFilterName(any_=["gate-probe"])),
+                    flow_run_filter=FlowRunFilter(
+                        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["PAUSED"]))
+                    ),
+                )
+                if paused:
+                    break
+                time.sleep(0.25)
+            run = paused[0]
+            keyset = run.state.state_details.run_input_keyset
+            seen["schema"] = json.loads(client.read_flow_run_input(run.id, keyset["schema"]))
+            seen["description"] = json.loads(
+                client.read_flow_run_input(run.id, keyset["description"])
+            )
+            refused = client.resume_flow_run(
+                run.id, run_input={"decision": "continue", "drop": ["width=8"]}
+            )
+            seen["refused"] = refused
+            seen["state_after"] = client.read_flow_run(run.id).state
+            client.resume_flow_run(
+                run.id, run_input={"decision": "trim", "drop": ["width=8"], "note": "settled"}
+            )
+
+    @flow(name="gate-probe")
+    def probe() -> GateDecision:
+        return ask_in_ui(recommendation, main, timeout_s=120)
+
+    thread = threading.Thread(target=answer_as_the_ui_does, daemon=True)
+    thread.start()
+    decision = probe()
+    thread.join(timeout=10)
+
+    refused = seen["refused"]
+    assert refused.status.value == "REJECT"
+    assert "drop" in refused.details.reason and "empty" in refused.details.reason
+    assert seen["state_after"].is_paused()
+    assert decision.decision == "trim" and decision.source == "ui"
+    assert decision.drop == [r.run_id for r in main if r.variant == "width=8"]
+    properties = seen["schema"]["properties"]
+    assert {"decision", "drop", "note"} <= set(properties)
+    assert all(properties[name].get("description") for name in ("decision", "drop", "note"))
+    assert properties["decision"]["default"] == "continue"
+    assert "| projected hours | 0.1235 |" in seen["description"]
