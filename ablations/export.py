@@ -69,6 +69,7 @@ RUN_COLUMNS = [
     "category",
     "phase",
     "steps",
+    "start_step",
     "status",
     "stop_rule",
     "stop_reason",
