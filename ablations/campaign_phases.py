@@ -134,6 +134,7 @@ def preflight_once(out_dir: Path) -> PreflightReport:
             report = preflight_across(worker, other, spec, expected)
         else:  # a work-pool host runs the whole preflight itself
             report = worker.preflight(spec, expected)
+    report = report.model_copy(update={"check_id": spec.run_id})
     save_json(out_dir, PREFLIGHT, report)
     return report
 

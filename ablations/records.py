@@ -188,4 +188,6 @@ class PreflightReport(Record):
     """Set when the restart check found no usable restart."""
     error: RunError | None = None
     """Set when preflight itself crashed."""
+    check_id: str | None = None
+    """The run id the restart check saved under: unique to this preflight attempt."""
     seconds: float = 0.0
