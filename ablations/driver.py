@@ -7,11 +7,11 @@ In order: seed every RNG, build the workload on the device, check the input repo
 by step, evaluating every `eval_every` steps and at the last step. A pilot (`spec.until`) is
 the prefix of its main run: built with the run's `steps`, it trains to `until`, commits a
 checkpoint there (before any evaluation the uninterrupted run would not make, so the main run
-resumes bitwise from it) and evaluates there: that evaluation is what the gate reads. The loop
-never reads a loss
-back per step: losses stay on the device and come to the host together, one sync per window
-(see `RunLoop.flush`). Whatever the run does, the caller gets a `RunRecord`; a run that raises
-is `failed`, never an exception out of `execute`.
+resumes bitwise from it) and evaluates there: that evaluation is what the gate reads.
+
+The loop never reads a loss back per step: losses stay on the device and come to the host
+together, one sync per window (see `RunLoop.flush`). Whatever the run does, the caller gets
+a `RunRecord`; a run that raises is `failed`, never an exception out of `execute`.
 
 `open_run` and `RunLoop.advance(until)` are the pieces `execute` is made of; a restart check
 drives two loops with them (advance, save, advance; resume, advance) and compares the losses.
