@@ -219,7 +219,8 @@ def _point_uri_elsewhere(folder: Path) -> str:
 
 def _point_uri_at_a_missing_step(folder: Path) -> str:
     manifest = _manifest(folder)
-    row = next(r for r in manifest["runs"] if r["checkpoint"]["uri"])
+    # a main run's: a pilot's checkpoint is its main run's, which may have pruned it since
+    row = next(r for r in manifest["runs"] if r["checkpoint"]["uri"] and r["phase"] == "main")
     uri = re.sub(r"step-\d{8}$", "step-99999999", row["checkpoint"]["uri"])
     row["checkpoint"]["uri"] = uri
     _save(folder, manifest)
