@@ -150,6 +150,11 @@ def _print_outcome(manifest: dict[str, Any], out_dir: Path) -> None:
     print(f"output: {out_dir}" + (f" (report: {report})" if report.exists() else ""))
     if load_json(out_dir, "gate.json") and gate.get("decision") == "reframe":
         print(f"draft plan for the revised question: {out_dir / 'reframe-draft.yaml'}")
+    if gate.get("decision") == "fix":
+        print(
+            f"fix the defect above, then rerun with --out {out_dir}: preflight runs again "
+            "(the gate's fix is not kept)"
+        )
 
 
 @command("serve")

@@ -1,13 +1,17 @@
 """The campaign's steps as plain functions over the output folder (the tasks wrap these).
 
 Each step is restartable: it first looks for its own result in the folder (preflight.json,
-records/<run_id>.json, gate.json) and only does the work when it is missing.
+records/<run_id>.json, gate.json) and only does the work when it is missing. A failed
+preflight, and the gate's `fix` that follows from it, are not kept as results: a rerun of the
+folder repeats preflight (after the defect is fixed it passes, the pilot runs and the gate is
+asked again).
 """
 
 from __future__ import annotations
 
 import functools
 import time
+import uuid
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
@@ -82,7 +86,7 @@ def slot_warmup(plan: Plan, out_dir: Path) -> Warmup:
     check = plan.stop_rules.restart.enabled and not plan.checkpoint.store.startswith("memory://")
     return Warmup(
         workload_entry=plan.workload.entry,
-        restart_check=check and not (out_dir / PREFLIGHT).exists(),
+        restart_check=check and not _preflight_passed(out_dir),
         results=True,
     )
 
@@ -98,17 +102,30 @@ def export_outputs(out_dir: Path) -> Path:
     return write_outputs(out_dir)
 
 
-def preflight_once(out_dir: Path) -> PreflightReport:
-    """The data and restart checks on the control's pilot spec, run once per campaign."""
+def _preflight_passed(out_dir: Path) -> bool:
     known = load_json(out_dir, PREFLIGHT)
-    if known is not None:
+    return known is not None and bool(known.get("passed"))
+
+
+def preflight_once(out_dir: Path) -> PreflightReport:
+    """The data and restart checks on the control's run, until they pass once per campaign
+    (a failed report is replaced by the next attempt's)."""
+    known = load_json(out_dir, PREFLIGHT)
+    if known is not None and known.get("passed"):
         return PreflightReport.model_validate(known)
     plan = registered_plan(out_dir)
     registration = registration_of(out_dir)
     control = next(r for r in phase_runs(out_dir, "pilot") if r.variant == CONTROL)
-    # The restart check saves under its own id so it never collides with the real run's.
+    # The restart check saves under a key of its own attempt: never the real run's, and never
+    # another attempt's (two processes on one folder or one shared store cannot collide).
+    attempt = uuid.uuid4().hex[:8]
     spec = spec_for(plan, registration, control).model_copy(
-        update={"run_id": f"preflight-{control.run_id}", "out_dir": None}
+        update={
+            "run_id": f"preflight-{control.run_id}-{attempt}",
+            "out_dir": None,
+            "until": None,
+            "checkpoint_id": None,
+        }
     )
     expected = plan.workload.expected_inputs
     with _slot(out_dir) as worker:
@@ -117,6 +134,7 @@ def preflight_once(out_dir: Path) -> PreflightReport:
             report = preflight_across(worker, other, spec, expected)
         else:  # a work-pool host runs the whole preflight itself
             report = worker.preflight(spec, expected)
+    report = report.model_copy(update={"check_id": spec.run_id})
     save_json(out_dir, PREFLIGHT, report)
     return report
 
@@ -138,11 +156,18 @@ def execute_registered_run(out_dir: Path, run_id: str) -> RunRecord:
     return record
 
 
+def _recorded_gate(out_dir: Path) -> GateDecision | None:
+    """The recorded decision, unless it is `fix`: that one is asked again after preflight."""
+    known = load_json(out_dir, GATE)
+    decision = GateDecision.model_validate(known) if known is not None else None
+    return None if decision is None or decision.decision == "fix" else decision
+
+
 def gate_recommendation(out_dir: Path, slots: int) -> GateDecision:
     """The recorded decision if the gate was already passed, else the policy's."""
-    known = load_json(out_dir, GATE)
+    known = _recorded_gate(out_dir)
     if known is not None:
-        return GateDecision.model_validate(known)
+        return known
     plan = registered_plan(out_dir)
     records = load_records(out_dir)
     pilot = [records[r.run_id] for r in phase_runs(out_dir, "pilot") if r.run_id in records]
@@ -154,15 +179,17 @@ def gate_recommendation(out_dir: Path, slots: int) -> GateDecision:
 
 
 def gate_decided(out_dir: Path) -> bool:
-    """Whether the gate decision is already recorded (a restart never asks again)."""
-    return (out_dir / GATE).exists()
+    """Whether the gate decision is already recorded (a restart never asks again; a `fix`
+    is asked again once preflight passes)."""
+    return _recorded_gate(out_dir) is not None
 
 
 def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:
-    """Persist the decision once: trimmed runs get records; reframe gets a draft plan."""
-    known = load_json(out_dir, GATE)
+    """Persist the decision once: trimmed runs get records; reframe gets a draft plan; fix
+    nothing beside gate.json, which the next attempt replaces."""
+    known = _recorded_gate(out_dir)
     if known is not None:
-        return GateDecision.model_validate(known)
+        return known
     main = {r.run_id: r for r in phase_runs(out_dir, "main")}
     for run_id in decision.drop:
         run = main[run_id]
@@ -186,15 +213,16 @@ def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:
 
 
 def write_reframe_draft(out_dir: Path, reason: str) -> Path:
-    """A draft plan for the revised question, under a new campaign id."""
+    """A draft plan for the revised question, under a new campaign id: the question is kept
+    as it was (the reason is a comment above it), so the draft is a valid plan to edit."""
     data = yaml.safe_load((out_dir / "plan.yaml").read_text(encoding="utf-8"))
     campaign = data["campaign"]
     campaign["id"] = f"{campaign['id']}-reframed"[:64]
-    campaign["question"] = f"REVISE: {campaign['question']}"
+    reason_lines = "".join(f"#   {line}\n" for line in reason.splitlines() or [""])
     header = (
         "# Draft for a new campaign: the gate decided to reframe.\n"
-        f"# Reason: {reason}\n"
-        "# Revise the question and the plan, then validate and run it as a new campaign.\n"
+        f"# Reason:\n{reason_lines}"
+        "# Revise campaign.question and the plan, then validate and run it as a new campaign.\n"
     )
     path = out_dir / REFRAME_DRAFT
     atomic_write_text(path, header + yaml.safe_dump(data, sort_keys=False))

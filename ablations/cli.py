@@ -63,6 +63,8 @@ def _summary(plan: Plan, digest: str) -> str:
 def _validate(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)
     print(f"{args.plan}: valid")
+    for warning in plan.pilot_warnings():
+        print(f"warning: {warning}", file=sys.stderr)
     print(_summary(plan, plan_hash(plan)))
     return EXIT_OK
 
@@ -76,7 +78,7 @@ def _plan(args: argparse.Namespace) -> int:
         "runs": len(runs),
         "pilot_runs": sum(r.phase == "pilot" for r in runs),
         "main_runs": sum(r.phase == "main" for r in runs),
-        "steps": sum(r.steps for r in runs),
+        "steps": sum(r.trained_steps for r in runs),
         "by_category": dict(Counter(r.category for r in runs if r.phase == "main")),
     }
     from ablations.budget import assess_plan
@@ -108,7 +110,7 @@ def _plan(args: argparse.Namespace) -> int:
             str(r.seed),
             r.category,
             r.phase,
-            str(r.steps),
+            f"{r.start_step + 1}-{r.steps}" if r.start_step else str(r.steps),
             hours(projected.get(r.run_id, 0.0)),
         )
         for r in runs
@@ -118,7 +120,8 @@ def _plan(args: argparse.Namespace) -> int:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     print(
         f"\n{totals['runs']} runs ({totals['pilot_runs']} pilot, {totals['main_runs']} main), "
-        f"{totals['steps']} steps; plan hash {digest}"
+        f"{totals['steps']} steps trained (a main run resumes from its pilot); "
+        f"plan hash {digest}"
     )
     fit = assessment.fit
     price = assessment.cost.package_usd

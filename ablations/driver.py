@@ -4,10 +4,14 @@
 
 In order: seed every RNG, build the workload on the device, check the input report
 (truncation), run the restart check if one is given, resume from a checkpoint, then train step
-by step, evaluating every `eval_every` steps and at the last step. The loop never reads a loss
-back per step: losses stay on the device and come to the host together, one sync per window
-(see `RunLoop.flush`). Whatever the run does, the caller gets a `RunRecord`; a run that raises
-is `failed`, never an exception out of `execute`.
+by step, evaluating every `eval_every` steps and at the last step. A pilot (`spec.until`) is
+the prefix of its main run: built with the run's `steps`, it trains to `until`, commits a
+checkpoint there (before any evaluation the uninterrupted run would not make, so the main run
+resumes bitwise from it) and evaluates there: that evaluation is what the gate reads.
+
+The loop never reads a loss back per step: losses stay on the device and come to the host
+together, one sync per window (see `RunLoop.flush`). Whatever the run does, the caller gets
+a `RunRecord`; a run that raises is `failed`, never an exception out of `execute`.
 
 `open_run` and `RunLoop.advance(until)` are the pieces `execute` is made of; a restart check
 drives two loops with them (advance, save, advance; resume, advance) and compares the losses.
@@ -78,7 +82,10 @@ class RunLoop:
         self.memory = memory if memory is not None else PhaseMemory(device)
         self.history = RunHistory()
         self.step = 0
+        # The last step this loop trains: a pilot's `until`, else the run's last step.
+        self.end = spec.until if spec.until is not None else spec.steps
         self.last_evaluation: Evaluation | None = None
+        self.evaluated_at: int | None = None
         self._pending: list[torch.Tensor] = []
         rule = spec.stop_rules.non_finite_loss
         # Losses wait on the device and are read back together every `check_every` steps (at
@@ -102,12 +109,31 @@ class RunLoop:
             started = time.perf_counter()
             self.step = self.hook.resume(self.workload, self.history)
             self.timings.checkpoint += time.perf_counter() - started
+            stop = self._quality_at_resume()
         return stop
 
+    def _quality_at_resume(self) -> Stop | None:
+        """The quality rule on an evaluation made at the resumed step: a pilot ends without
+        applying it (its last evaluation decides accepted or rejected), so its main run applies
+        it as the run trained straight through would have. Any other resumed evaluation passed
+        the rule before its checkpoint was saved, and passes again."""
+        done = self.history.evaluations
+        if not done or int(done[-1]["step"]) != self.step or self.step >= self.end:
+            return None
+        spec = self.spec
+        return quality_stop(
+            spec.stop_rules.quality,
+            {k: v for k, v in done[-1].items() if k != "step"},
+            metric=spec.metric,
+            direction=spec.direction,
+            threshold=spec.threshold,
+            step=self.step,
+        )
+
     def advance(self, until: int) -> Stop | None:
-        """Train until `until` steps are done (capped at the spec's); the stop if a rule fired."""
+        """Train until `until` steps are done (capped at `end`); the stop if a rule fired."""
         spec, hook, workload = self.spec, self.hook, self.workload
-        until = min(until, spec.steps)
+        until = min(until, self.end)
         self._begin_segment()
         try:
             while self.step < until:
@@ -116,7 +142,9 @@ class RunLoop:
                 self._pending.append(workload.train_step(step).detach())
                 self.step = step
                 evaluate = step % spec.eval_every == 0 or step == spec.steps
-                save = hook is not None and hook.due(step, self.train_seconds())
+                save = hook is not None and (
+                    hook.due(step, self.train_seconds()) or step == spec.until
+                )
                 if evaluate or save or step % self.flush_every == 0 or step == until:
                     stop = self.flush()
                     if stop is not None:
@@ -151,7 +179,8 @@ class RunLoop:
         return self.timings.train + running
 
     def evaluate_final(self) -> None:
-        """Evaluate once more when a resumed run had nothing left to train (for predictions)."""
+        """Evaluate at the last step trained when the loop did not: a resumed run with nothing
+        left to train (for predictions), or a pilot ending between two evaluations."""
         done = self.history.evaluations
         self._evaluate(self.step, record=not done or done[-1]["step"] != self.step)
         self._end_segment()
@@ -170,10 +199,11 @@ class RunLoop:
                 f"evaluate() returned {sorted(metrics)}, without the plan's metric {spec.metric!r}"
             )
         self.last_evaluation = evaluation
+        self.evaluated_at = step
         if record:
             self.history.evaluations.append({"step": float(step), **metrics})
         # The last evaluation decides accepted or rejected; the rule exists to stop runs early.
-        if step < spec.steps:
+        if step < self.end:
             stop = quality_stop(
                 spec.stop_rules.quality,
                 metrics,
@@ -246,8 +276,8 @@ def execute(
         loop = open_run(spec, hook, timings=timings, memory=memory)
         stop = loop.prepare(restart_check)
         if stop is None:
-            stop = loop.advance(spec.steps)
-        if stop is None and loop.last_evaluation is None:
+            stop = loop.advance(loop.end)
+        if stop is None and loop.evaluated_at != loop.step:
             loop.evaluate_final()
     except NoUsableRestart as exc:
         stop = Stop(rule="restart", step=exc.step, message=exc.message)

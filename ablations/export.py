@@ -70,6 +70,7 @@ RUN_COLUMNS = [
     "category",
     "phase",
     "steps",
+    "start_step",
     "status",
     "stop_rule",
     "stop_reason",

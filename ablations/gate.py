@@ -1,10 +1,13 @@
-"""The decision gate after the pilot: continue, trim or reframe, by the registered policy.
+"""The decision gate after the pilot: continue, trim, reframe or fix, by the registered policy.
 
 The policy reads only the pilot's records, the preflight report and the measured durations:
+- fix when preflight failed: the restart check or the data check found a defect of the
+  workload or the data (named in the reason); nothing is drafted and a rerun repeats preflight;
 - reframe when a registered trigger fires (the control stopped, failed or is under the
-  threshold; preflight failed), or when even the essential runs cannot fit the window;
-- trim the main runs of variants the pilot already stopped, then drop the lowest categories
-  (the plan's `trim_order`) while the projected time does not fit the remaining window;
+  threshold), or when even the essential runs cannot fit the window;
+- trim the main runs of variants the pilot already stopped (an essential variant only with
+  `trim_essential`, every pilot seed stopped and at least two of them), then drop the lowest
+  categories (the plan's `trim_order`) while the projected time does not fit the window;
 - otherwise continue.
 A person answering in the UI may only drop registered runs, never add new ones.
 """
@@ -41,6 +44,52 @@ class GateDecision(BaseModel):
     """Projected hours, window, margin... as used for the decision."""
     decided_at: float | None = None
     """Epoch seconds when the decision was recorded (the end of the gate's wait)."""
+
+
+def preflight_defect(preflight: PreflightReport) -> str:
+    """What preflight found wrong, naming the defect and what to fix."""
+    defects = [
+        f"data check: {problem}; fix the data or the workload's inputs"
+        for problem in preflight.data_problems
+    ]
+    if preflight.restart is not None:
+        defects.append(
+            f"restart check: the workload's state does not resume bitwise at step "
+            f"{preflight.restart.step}: {preflight.restart.message}; fix the workload's "
+            "state_dict/load_state_dict (or the checkpoint store it names)"
+        )
+    if preflight.error is not None:
+        defects.append(
+            f"preflight crashed: {preflight.error.type}: {preflight.error.message}; "
+            "fix the workload"
+        )
+    return "; ".join(defects) or "preflight did not pass (no report recorded); rerun it"
+
+
+def _stopped_in_pilot(plan: Plan, pilot: list[RunRecord]) -> tuple[list[str], list[str]]:
+    """(variants to trim, why essential ones are kept) from the pilot's stopped runs.
+
+    An essential variant is never dropped on one seed alone: only with `trim_essential`,
+    every pilot seed of it stopped, and at least two pilot seeds."""
+    trim: list[str] = []
+    kept: list[str] = []
+    for variant in sorted({r.variant for r in pilot if r.status == "stopped"}):
+        runs = [r for r in pilot if r.variant == variant]
+        stopped = sum(r.status == "stopped" for r in runs)
+        essential = runs[0].category == "essential"
+        if not essential or (plan.gate.trim_essential and stopped == len(runs) >= 2):
+            trim.append(variant)
+        else:
+            why = (
+                "gate.trim_essential is off"
+                if not plan.gate.trim_essential
+                else "trimming it needs every one of at least 2 pilot seeds stopped"
+            )
+            kept.append(
+                f"kept essential {variant} (stopped on {stopped}/{len(runs)} pilot seeds; "
+                f"{why}): drop it in the UI gate to trim it"
+            )
+    return trim, kept
 
 
 def _control_problem(plan: Plan, pilot: list[RunRecord]) -> str | None:
@@ -81,21 +130,17 @@ def auto_decision(
     elapsed_hours: float = 0.0,
 ) -> GateDecision:
     """The registered policy's decision from the pilot's records."""
-    if not preflight.passed and "preflight_failed" in plan.gate.reframe_on:
-        failures = preflight.data_problems + (
-            [preflight.restart.message] if preflight.restart else []
-        )
-        if preflight.error:
-            failures.append(f"{preflight.error.type}: {preflight.error.message}")
-        return GateDecision(decision="reframe", reason="preflight failed: " + "; ".join(failures))
+    if not preflight.passed:  # a defect to fix, whatever the triggers: never a question
+        return GateDecision(decision="fix", reason=preflight_defect(preflight))
     problem = _control_problem(plan, pilot)
     if problem:
         return GateDecision(decision="reframe", reason=problem)
 
     reasons: list[str] = []
     drop: list[str] = []
+    kept_notes: list[str] = []
     if plan.gate.trim_stopped:
-        stopped = sorted({r.variant for r in pilot if r.status == "stopped"})
+        stopped, kept_notes = _stopped_in_pilot(plan, pilot)
         if stopped:
             drop += [r.run_id for r in main_runs if r.variant in stopped]
             reasons.append(f"stopped in the pilot: {', '.join(stopped)}")
@@ -135,14 +180,14 @@ def auto_decision(
             numbers=numbers,
         )
     if drop:
-        return GateDecision(decision="trim", reason="; ".join(reasons), drop=drop, numbers=numbers)
+        reason = "; ".join(reasons + kept_notes)
+        return GateDecision(decision="trim", reason=reason, drop=drop, numbers=numbers)
+    healthy = (
+        f"the control is healthy and the {len(kept)} main runs fit: "
+        f"{_duration(projection.wall_hours)} projected of {_duration(available)} available"
+    )
     return GateDecision(
-        decision="continue",
-        reason=(
-            f"the control is healthy and the {len(kept)} main runs fit: "
-            f"{_duration(projection.wall_hours)} projected of {_duration(available)} available"
-        ),
-        numbers=numbers,
+        decision="continue", reason="; ".join([healthy, *kept_notes]), numbers=numbers
     )
 
 

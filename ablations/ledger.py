@@ -224,6 +224,7 @@ def run_attrs(planned: PlannedRun, record: RunRecord) -> dict[str, Any]:
         "category": planned.category,
         "phase": planned.phase,
         "steps": planned.steps,
+        "start_step": planned.start_step,
         "status": record.status,
         "steps_done": record.steps_done,
         "stop_rule": record.stop.rule if record.stop else None,

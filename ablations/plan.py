@@ -114,6 +114,24 @@ class Plan(Section):
         quarter = self.workload.steps // 4
         return max(quarter, min(self.workload.eval_every, self.workload.steps))
 
+    def pilot_warnings(self) -> list[str]:
+        """Why the pilot may not be representative (valid, but worth a second look)."""
+        steps, warnings = self.pilot_steps, []
+        quality = self.stop_rules.quality
+        if quality.enabled and steps < quality.warmup_steps:
+            warnings.append(
+                f"pilot.steps ({steps}) is below stop_rules.quality.warmup_steps "
+                f"({quality.warmup_steps}): the pilot never meets the quality rule the main "
+                "runs meet"
+            )
+        if steps < self.workload.eval_every:
+            warnings.append(
+                f"pilot.steps ({steps}) is below one evaluation (workload.eval_every "
+                f"{self.workload.eval_every}): the pilot is judged on an evaluation the main "
+                "runs never make"
+            )
+        return warnings
+
     @property
     def pilot_seeds(self) -> list[int]:
         """Seeds of the pilot: the plan's, else the first registered seed."""

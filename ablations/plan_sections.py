@@ -283,21 +283,23 @@ Trigger = Literal[
 
 
 class GateSection(Section):
-    """The decision after the pilot: continue, trim or reframe."""
+    """The decision after the pilot: continue, trim, reframe, or fix (preflight failed)."""
 
     mode: Literal["auto", "ui"] = "auto"
     """`auto` applies the policy below; `ui` asks in the Prefect UI and falls back to it."""
     timeout_minutes: PositiveFloat = 30.0
     """How long the UI gate waits for an answer before applying the automatic decision."""
-    reframe_on: list[Trigger] = [
-        "control_stopped",
-        "control_failed",
-        "control_below_threshold",
-        "preflight_failed",
-    ]
-    """Pilot outcomes that mean the question itself must be revised."""
+    reframe_on: list[Trigger] = ["control_stopped", "control_failed", "control_below_threshold"]
+    """Pilot outcomes that mean the question itself must be revised. A failed preflight is a
+    defect to fix, never a question: it always ends at `fix` (`preflight_failed` is still
+    accepted, for plans written before `fix`, and changes nothing)."""
     trim_stopped: bool = True
-    """Drop the main runs of variants whose pilot run was stopped by a rule."""
+    """Drop the main runs of variants whose pilot run was stopped by a rule (an essential
+    variant only as `trim_essential` allows)."""
+    trim_essential: bool = False
+    """Let `trim_stopped` drop an essential variant too, and then only when every pilot seed
+    of it was stopped and there are at least two. Off: essential variants are kept and the
+    reason says so (a person at the UI gate can still drop them)."""
     trim_order: list[Literal["exploratory", "useful"]] = ["exploratory", "useful"]
     """Categories dropped, in order, when the projected time does not fit the window."""
     budget_margin: float = Field(default=0.15, ge=0.0, lt=1.0)

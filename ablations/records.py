@@ -121,6 +121,8 @@ class CheckpointSummary(Record):
     expected_overhead: float | None = None
     """C/tau + tau/(2M): the expected fraction of time lost to saving and to interruptions."""
     resumed_from_step: int | None = None
+    note: str | None = None
+    """Why the run did not resume where it was planned to (its pilot's last step)."""
 
 
 class RunSpec(Record):
@@ -135,6 +137,7 @@ class RunSpec(Record):
     seed: int
     params: dict[str, ParamValue]
     steps: int
+    """The run's length: the workload is built with it and the last step evaluates."""
     eval_every: int
     workload: str
     """Import path `module:attr` of the workload."""
@@ -147,6 +150,15 @@ class RunSpec(Record):
     device: str = "cpu"
     out_dir: str | None = None
     """Where the run exports its metrics and predictions (None: not exported)."""
+    until: int | None = None
+    """A pilot: train only the first `until` of the `steps` steps, commit a checkpoint at
+    `until` and evaluate there (the evaluation the gate reads)."""
+    checkpoint_id: str | None = None
+    """The run id the checkpoints are kept under when not `run_id`: a pilot keeps its main
+    run's, so that run resumes where the pilot ended."""
+    resume_step: int = 0
+    """The step this run expects to resume from (its pilot's last); resuming from fewer is
+    noted in the record's checkpoint summary."""
 
 
 class RunEnvironment(Record):
@@ -217,4 +229,6 @@ class PreflightReport(Record):
     """Set when the restart check found no usable restart."""
     error: RunError | None = None
     """Set when preflight itself crashed."""
+    check_id: str | None = None
+    """The run id the restart check saved under: unique to this preflight attempt."""
     seconds: float = 0.0

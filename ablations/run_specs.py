@@ -19,7 +19,7 @@ def spec_for(plan: Plan, registration: Registration, run: PlannedRun) -> RunSpec
         phase=run.phase,
         seed=run.seed,
         params=run.params,
-        steps=run.steps,
+        steps=run.length or run.steps,
         eval_every=plan.workload.eval_every,
         workload=plan.workload.entry,
         metric=plan.metric.name,
@@ -28,4 +28,7 @@ def spec_for(plan: Plan, registration: Registration, run: PlannedRun) -> RunSpec
         stop_rules=plan.stop_rules,
         checkpoint=plan.checkpoint.in_folder(registration.out_dir),
         out_dir=registration.out_dir,
+        until=run.steps if run.phase == "pilot" else None,
+        checkpoint_id=run.continues,
+        resume_step=run.start_step,
     )

@@ -2,6 +2,11 @@
 
 A run id is a readable prefix plus a short hash of (plan hash, variant parameters, seed,
 steps): a changed configuration gets a new id by construction.
+
+A pilot run is the prefix of its main run: the same variant, seed and configuration (its
+workload is built with the main `steps`, so schedules see the real length), trained to
+`pilot.steps`. It keeps its checkpoints under the main run's id (`continues`), and that main
+run resumes from them (`start_step`) instead of training those steps again.
 """
 
 from __future__ import annotations
@@ -60,7 +65,22 @@ class PlannedRun(BaseModel):
     category: Category
     phase: Phase
     steps: int
+    """The last step this run trains to: `pilot.steps` for a pilot, `workload.steps` else."""
     params: dict[str, ParamValue]
+    length: int = 0
+    """The run's length as its workload sees it (`workload.steps`, also for a pilot)."""
+    start_step: int = 0
+    """A main run whose pilot trains its first steps resumes there (`pilot.steps`); else 0."""
+    pilot: str | None = None
+    """A main run: the pilot run that trains its first `start_step` steps."""
+    continues: str | None = None
+    """A pilot: the main run whose first `steps` steps it trains. Its checkpoints are kept
+    under that run's id, so the main run resumes where the pilot ended."""
+
+    @property
+    def trained_steps(self) -> int:
+        """Steps this run itself trains (a main run's pilot trained the ones before)."""
+        return self.steps - self.start_step
 
 
 def _name(overrides: dict[str, ParamValue]) -> str:
@@ -108,14 +128,20 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 
 
 def run_id(
-    plan_hash: str, params: dict[str, ParamValue], seed: int, steps: int, prefix: str
+    plan_hash: str,
+    params: dict[str, ParamValue],
+    seed: int,
+    steps: int,
+    prefix: str,
+    until: int | None = None,
 ) -> str:
-    """`<prefix>-s<seed>-<10 hex>`: safe in paths and S3 keys, stable, changed by any value."""
-    payload = json.dumps(
-        {"plan": plan_hash, "params": params, "seed": seed, "steps": steps},
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    """`<prefix>-s<seed>-<10 hex>`: safe in paths and S3 keys, stable, changed by any value.
+
+    `until`: a pilot's last step (the prefix of a run of `steps` steps)."""
+    identity = {"plan": plan_hash, "params": params, "seed": seed, "steps": steps}
+    if until is not None:
+        identity["until"] = until
+    payload = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
     slug = _UNSAFE.sub("-", prefix).strip("-.")[:48] or "run"
     return f"{slug}-s{seed}-{digest}"
@@ -139,33 +165,57 @@ def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
         plan.pilot.variants or [v.name for v in all_variants if v.category == "essential"]
     )
     pilot_names.add(CONTROL)  # the gate judges the pilot against the control: it always runs
-    runs: list[PlannedRun] = []
-    for phase, chosen, seeds, steps in (
-        (
+    steps, until = plan.workload.steps, plan.pilot_steps
+
+    def planned(variant: Variant, seed: int, phase: Phase, **fields: object) -> PlannedRun:
+        return PlannedRun.model_validate(
+            {
+                "variant": variant.name,
+                "factor": variant.factor,
+                "level": variant.level,
+                "seed": seed,
+                "category": variant.category,
+                "phase": phase,
+                "params": variant.params,
+                "length": steps,
+                **fields,
+            }
+        )
+
+    def main_id(variant: Variant, seed: int) -> str:
+        return run_id(plan_hash, variant.params, seed, steps, variant.name)
+
+    pilots = [
+        planned(
+            variant,
+            seed,
             "pilot",
-            [v for v in all_variants if v.name in pilot_names],
-            plan.pilot_seeds,
-            plan.pilot_steps,
-        ),
-        ("main", all_variants, plan.seeds, plan.workload.steps),
-    ):
-        for variant in chosen:
-            for seed in seeds:
-                prefix = f"{'pilot-' if phase == 'pilot' else ''}{variant.name}"
-                runs.append(
-                    PlannedRun(
-                        run_id=run_id(plan_hash, variant.params, seed, steps, prefix),
-                        variant=variant.name,
-                        factor=variant.factor,
-                        level=variant.level,
-                        seed=seed,
-                        category=variant.category,
-                        phase=phase,
-                        steps=steps,
-                        params=variant.params,
-                    )
+            run_id=run_id(plan_hash, variant.params, seed, steps, f"pilot-{variant.name}", until),
+            steps=until,
+            continues=main_id(variant, seed),
+        )
+        for variant in all_variants
+        if variant.name in pilot_names
+        for seed in plan.pilot_seeds
+    ]
+    pilot_of = {run.continues: run.run_id for run in pilots}
+    mains = []
+    for variant in all_variants:
+        for seed in plan.seeds:
+            identity = main_id(variant, seed)
+            pilot = pilot_of.get(identity)
+            mains.append(
+                planned(
+                    variant,
+                    seed,
+                    "main",
+                    run_id=identity,
+                    steps=steps,
+                    start_step=until if pilot else 0,
+                    pilot=pilot,
                 )
-    return runs
+            )
+    return pilots + mains
 
 
 def by_category(runs: list[PlannedRun]) -> list[PlannedRun]:

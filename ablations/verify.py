@@ -189,7 +189,7 @@ def _check_registered(
         if row is None:
             problems.append(Problem(MANIFEST, f"registered run {run_id} has no row"))
             continue
-        for key in ("variant", "seed", "category", "phase", "steps", "params"):
+        for key in ("variant", "seed", "category", "phase", "steps", "start_step", "params"):
             expected = getattr(run, key)
             if row.get(key) != expected:
                 problems.append(

@@ -2,8 +2,9 @@
 
 - ledger.db opens with optuna (a copy is opened: SQLite may rewrite a file it opens) and holds
   one trial per run that ran, in the state and with the value the manifest says;
-- each checkpoint URI names this run's step folder, and in a `file://` or `s3://` store its
-  commit record verifies (identity, sizes, sha256) and both objects load weights-only;
+- each checkpoint URI names this run's step folder (a pilot's: its main run's, not reopened:
+  that run may have pruned it), and in a `file://` or `s3://` store its commit record
+  verifies (identity, sizes, sha256) and both objects load weights-only;
 - each accepted run's final model, loaded weights-only into the workload rebuilt from the
   registered plan with the run's parameters and seed, re-evaluates on the CPU to its recorded
   metric within the tolerance.
@@ -97,6 +98,7 @@ def check_checkpoint(
     why a store was not opened (memory://)."""
     uri = (row.get("checkpoint") or {}).get("uri")
     run_id = row["run_id"]
+    owner = row.get("continues") or run_id  # a pilot saves in its main run's folder
     if uri is None:
         return [], None
     if USERINFO.search(uri.encode()):
@@ -104,12 +106,12 @@ def check_checkpoint(
             Problem("manifest.json", f"checkpoint URI of run {run_id} carries credentials")
         ], None
     match = STEP_FOLDER.match(uri)
-    if match is None or (match["campaign"], match["run"]) != (campaign_id, run_id):
+    if match is None or (match["campaign"], match["run"]) != (campaign_id, owner):
         return [
             Problem(
                 "manifest.json",
                 f"checkpoint URI of run {run_id} points elsewhere: {uri} is not "
-                f"<store>/{campaign_id}/{run_id}/step-NNNNNNNN",
+                f"<store>/{campaign_id}/{owner}/step-NNNNNNNN",
             )
         ], None
     scheme = uri.partition("://")[0]
@@ -124,6 +126,8 @@ def check_checkpoint(
     if scheme == "memory":
         return [], "memory:// checkpoints live only in the campaign's process: not reopened"
     if stores is None:
+        return [], None
+    if owner != run_id:  # the main run resumed from it and may have pruned it since (keep_last)
         return [], None
     from ablations.checkpoint import commit
     from ablations.checkpoint.state import MODEL, STATE, loads

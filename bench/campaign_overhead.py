@@ -56,12 +56,14 @@ def trained_runs(out: Path) -> tuple[list[dict[str, object]], int]:
             "run_id": r["run_id"],
             "params": r["params"],
             "seed": r["seed"],
-            "steps": r["steps_done"],
+            # a main run resumed from its pilot trained only the steps after the pilot's
+            "steps": r["steps_done"] - ((r.get("checkpoint") or {}).get("resumed_from_step") or 0),
             "eval_every": plan_eval,
         }
         for r in manifest["runs"]
         if r.get("steps_done")
     ]
+    runs = [r for r in runs if r["steps"]]
     return runs, len(manifest["runs"])
 
 

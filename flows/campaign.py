@@ -151,7 +151,8 @@ def ablation_campaign(
         recommendation = recommend_gate(folder, len(slots))
         mode = plan.gate.mode if gate == "plan" else gate
         decision = recommendation
-        if mode == "ui" and not asked_before:
+        # a defect to fix is not a question for a person: nothing runs until it is fixed
+        if mode == "ui" and not asked_before and recommendation.decision != "fix":
             decision = ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
         decision = record_gate(folder, decision)
         say(f"gate: {decision.decision} ({decision.source}): {decision.reason}")

@@ -12,5 +12,5 @@ from ablations.records import PreflightReport
 
 @task(name="preflight", retries=0)
 def run_preflight(out_dir: str) -> PreflightReport:
-    """Run the essential checks once per campaign (reused on restart)."""
+    """Run the essential checks until they pass (a passed report is reused on restart)."""
     return preflight_once(Path(out_dir))

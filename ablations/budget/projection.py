@@ -8,7 +8,8 @@ One run's busy time is the sum of its parts, from a per-run `RunEstimate` (the p
 The runs of a phase are packed onto the slots longest first (LPT): the phase's wall time is
 the busiest slot's load, never a plain total / slots, which would assume runs split into
 pieces. The pilot and the main phase run one after the other (the gate sits between them),
-so their wall times add.
+so their wall times add. A pilot is the prefix of its main run, which resumes from it: that
+main run is projected for its remaining steps only, so the pilot's are not counted twice.
 
 **Fits** means: busy wall hours + preparation hours <= window hours (days x 24). Preparation
 (`budget.prep_hours`) is human time inside the window that does not occupy the GPU, so it is
@@ -156,8 +157,8 @@ def project(plan: Plan, runs: Sequence[PlannedRun], per_run: RunEstimate, slots:
             variant=r.variant,
             category=r.category,
             phase=r.phase,
-            steps=r.steps,
-            parts=run_parts(plan, r.steps, per_run),
+            steps=r.trained_steps,  # a main run's pilot trained the steps before its start
+            parts=run_parts(plan, r.trained_steps, per_run),
         )
         for r in runs
     ]

@@ -29,7 +29,10 @@ class CheckpointManager:
         if spec.checkpoint is None:
             raise ValueError(f"run {spec.run_id} has no checkpoint section")
         self.section = spec.checkpoint
-        self.identity = Identity(spec.campaign_id, spec.run_id, spec.plan_hash)
+        # A pilot keeps its checkpoints under its main run's id (`checkpoint_id`).
+        owner = spec.checkpoint_id or spec.run_id
+        self.identity = Identity(spec.campaign_id, owner, spec.plan_hash)
+        self.expected_step = spec.resume_step
         self.store = store if store is not None else open_store(self.section)
         self.policy = IntervalPolicy(self.section)
         self.saver = Saver(retry or Retry())
@@ -64,6 +67,13 @@ class CheckpointManager:
             self.summary.resumed_from_step = step
             self.summary.uri = self.store.uri(commit.step_key(self.identity, step))
             log.info("resumed run %s from step %d", self.identity.run_id, step)
+        if step < self.expected_step:
+            # e.g. a memory:// store lives in one worker process: the pilot's ran elsewhere
+            self.summary.note = (
+                f"the pilot's checkpoint at step {self.expected_step} was not found in "
+                f"{self.section.store}: trained from step {step}"
+            )
+            log.warning("run %s: %s", self.identity.run_id, self.summary.note)
         self.policy.start(step, 0.0)
         return step
 

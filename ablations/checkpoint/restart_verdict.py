@@ -53,7 +53,9 @@ class Continuation(Record):
 
 def check_spec(spec: RunSpec) -> RunSpec:
     """The spec the check runs under: its own run id, so the real run's store is untouched."""
-    return spec.model_copy(update={"run_id": f"restart-{spec.run_id}", "out_dir": None})
+    # The check is a run of its own: not a pilot, saving under its own id only.
+    update = {"run_id": f"restart-{spec.run_id}", "out_dir": None, "until": None}
+    return spec.model_copy(update={**update, "checkpoint_id": None, "resume_step": 0})
 
 
 def restart_stop(step: int, message: str, value: float | None = None) -> Stop:

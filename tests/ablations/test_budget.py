@@ -213,22 +213,23 @@ def test_project_counts_every_part_and_phase(demo_data: dict[str, Any]) -> None:
         load_seconds=10, step_seconds=1, eval_seconds=5, checkpoint_seconds=2, export_seconds=3
     )
     p = project(plan, runs, estimate, slot_count(plan, cards=1))
-    # main run: 10 + 100x1 + 2x5 + 4x2 + 3 = 131 s; pilot run: 10 + 40 + 5 + 2 + 3 = 60 s
+    # main run: 10 + 100x1 + 2x5 + 4x2 + 3 = 131 s; pilot run: 10 + 40 + 5 + 2 + 3 = 60 s;
+    # a main run resumed from its pilot trains the other 60 steps: 10 + 60 + 2x5 + 2x2 + 3 = 87 s
     assert p.slots == 2
     assert p.phase_hours == {
         "pilot": pytest.approx(120 / 3600),
-        "main": pytest.approx(9 * 131 / 3600),
+        "main": pytest.approx(1135 / 3600),  # 15 x 131 + 3 x 87 packed longest first on 2
     }
-    assert p.wall_hours == pytest.approx(1299 / 3600)
-    assert p.busy_hours == pytest.approx((18 * 131 + 3 * 60) / 3600)
+    assert p.wall_hours == pytest.approx(1255 / 3600)
+    assert p.busy_hours == pytest.approx((15 * 131 + 3 * 87 + 3 * 60) / 3600)
     assert p.category_hours == {
-        "essential": pytest.approx((9 * 131 + 3 * 60) / 3600),
+        "essential": pytest.approx((6 * 131 + 3 * 87 + 3 * 60) / 3600),
         "useful": pytest.approx(6 * 131 / 3600),
         "exploratory": pytest.approx(3 * 131 / 3600),
     }
-    assert p.part_hours["checkpoint"] == pytest.approx((18 * 8 + 3 * 2) / 3600)
+    assert p.part_hours["checkpoint"] == pytest.approx((15 * 8 + 3 * 4 + 3 * 2) / 3600)
     assert p.window_hours == 72 and p.prep_hours == 2 and p.fits
-    assert p.unused_hours == pytest.approx(72 - 2 - 1299 / 3600)
+    assert p.unused_hours == pytest.approx(72 - 2 - 1255 / 3600)
 
 
 def test_slots_follow_the_cards_unless_the_plan_pins_devices(demo_data: dict[str, Any]) -> None:
@@ -241,28 +242,29 @@ def test_slots_follow_the_cards_unless_the_plan_pins_devices(demo_data: dict[str
 def test_plan_overrun_suggests_longer_package_more_lots_and_cuts(
     demo_data: dict[str, Any],
 ) -> None:
-    # main run 100 x 72 s = 2 h, pilot run 0.8 h, one slot, 1-day window (price unknown)
+    # main run 100 x 72 s = 2 h (1.2 h after its pilot), pilot run 0.8 h, one slot, 1-day
+    # window (price unknown)
     a = assess_plan(plan_from(demo_data, step=72, days=1))
-    assert a.fit.wall_hours == pytest.approx(18 * 2 + 3 * 0.8)
-    assert a.fit.overrun_hours == pytest.approx(38.4 + 2 - 24)
+    assert a.fit.wall_hours == pytest.approx(15 * 2 + 3 * 1.2 + 3 * 0.8)
+    assert a.fit.overrun_hours == pytest.approx(36 + 2 - 24)
     assert a.cost.package_usd is None
     by_kind = {s.kind: s for s in a.suggestions}
     assert (by_kind["package"].days, by_kind["package"].price_usd) == (3, pytest.approx(47.14))
-    lots = by_kind["lots"]  # 2 slots: 9 x 2 h + 2 x 0.8 h + 2 h prep = 21.6 h
+    lots = by_kind["lots"]  # 2 slots: 8 x 2 h + 1.2 h (LPT) + 2 x 0.8 h
     assert (lots.lots, lots.price_usd) == (2, None)
-    assert lots.wall_hours == pytest.approx(19.6)
-    cut = by_kind["cut"]  # exploratory alone leaves 34.4 h; with useful: 9 x 2 + 2.4 + 2 = 22.4
+    assert lots.wall_hours == pytest.approx(18.8)
+    cut = by_kind["cut"]  # exploratory alone leaves 32 h; with useful: 6 x 2 + 3.6 + 2.4 + 2 = 20
     assert cut.cut == ["exploratory", "useful"] and cut.fits
-    assert cut.unused_hours == pytest.approx(1.6)
+    assert cut.unused_hours == pytest.approx(4.0)
 
 
 def test_plan_cut_that_still_overruns_says_so(demo_data: dict[str, Any]) -> None:
     a = assess_plan(plan_from(demo_data, step=360))  # 10 h per main run on one slot
-    assert a.fit.overrun_hours == pytest.approx(180 + 12 + 2 - 72)
+    assert a.fit.overrun_hours == pytest.approx(150 + 3 * 6 + 12 + 2 - 72)
     by_kind = {s.kind: s for s in a.suggestions}
     assert by_kind["package"].days == 30 and by_kind["package"].price_usd == pytest.approx(390)
     assert by_kind["lots"].lots == 3 and by_kind["lots"].price_usd == pytest.approx(141.42)
-    assert not by_kind["cut"].fits and "still 32.0 h over" in by_kind["cut"].text
+    assert not by_kind["cut"].fits and "still 20.0 h over" in by_kind["cut"].text
     assert a.fits_with_margin is False
 
 
@@ -300,9 +302,11 @@ def test_estimate_uses_measured_totals_not_one_warm_step(demo_data: dict[str, An
         e.checkpoint_seconds,
         e.export_seconds,
     ) == (3.0, pytest.approx(0.6), 2.0, 2.0, 2.0)
-    # scaled to the main phase's 300 steps, not the pilot's 100
+    # scaled to the main phase's 300 steps, not the pilot's 100 (200 after a pilot's 100)
     main = [r for r in planned_runs(plan, plan_hash(plan)) if r.phase == "main"]
-    assert project(plan, main[:1], e, 1).runs[0].parts["train"] == pytest.approx(180.0)
+    unpiloted = next(r for r in main if r.pilot is None)
+    assert project(plan, [unpiloted], e, 1).runs[0].parts["train"] == pytest.approx(180.0)
+    assert project(plan, main[:1], e, 1).runs[0].parts["train"] == pytest.approx(120.0)
 
 
 def test_estimate_falls_back_to_the_plan_for_what_was_not_measured(
@@ -320,7 +324,8 @@ def test_assess_plan_projects_from_pilot_records(demo_data: dict[str, Any]) -> N
     a = assess_plan(plan, records=pilot)
     assert a.source == "pilot records"
     assert a.projection is not None and a.projection.estimate.step_seconds == 36.0
-    assert a.fit.wall_hours == pytest.approx(18 * 1 + 3 * 0.4)  # 100 x 36 s = 1 h per main run
+    # 100 x 36 s = 1 h per main run, 0.6 h for one resumed from its pilot's 40 steps
+    assert a.fit.wall_hours == pytest.approx(15 * 1 + 3 * 0.6 + 3 * 0.4)
     assert a.cost.accepted == 0 and a.cost.cost_per_accepted_usd is None  # pilot isn't a result
 
 
@@ -347,7 +352,7 @@ def test_planned_vs_realized_keeps_the_projection_and_the_deviations(
     plan = plan_from(demo_data, step=36)  # 1 h per main run
     runs = planned_runs(plan, plan_hash(plan))
     registered = project(plan, runs, plan.budget.estimate, 1)
-    main = [r for r in runs if r.phase == "main"]
+    main = [r for r in runs if r.phase == "main" and r.pilot is None]  # 1 h each
     a, b, trimmed = main[0], main[1], main[2]
     records = [
         record(a.run_id, timings=Timings(train=5400), started_at=0.0, ended_at=5400.0),
@@ -372,7 +377,7 @@ def test_planned_vs_realized_keeps_the_projection_and_the_deviations(
     assert parts["train"].realized_hours == pytest.approx(2.0)
     assert parts["load"].deviation_hours == pytest.approx(0.5)
     assert pvr.compared_planned_hours == pytest.approx(2.0)
-    assert pvr.unspent_planned_hours == pytest.approx(16 + 3 * 0.4)
+    assert pvr.unspent_planned_hours == pytest.approx(13 + 3 * 0.6 + 3 * 0.4)
     assert pvr.unplanned == ["extra-s0-x"]
     text = planned_vs_realized_markdown(pvr)
     assert "| load | 0 s | 30.0 min | +30.0 min |" in text

@@ -76,3 +76,18 @@ def test_empty_file_exits_2(write_plan: Any) -> None:
     result = ablate("plan", str(write_plan("")))
     assert result.returncode == 2 and "empty" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_validate_warns_when_the_pilot_is_shorter_than_the_warmup_or_one_evaluation(
+    demo_data: dict[str, Any], write_plan: Any
+) -> None:
+    demo_data["pilot"]["steps"] = 40  # warm-up 100, one evaluation every 50 steps
+    result = ablate("validate", str(write_plan(demo_data)))
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 2, result.stderr
+    assert "quality.warmup_steps (100)" in warnings[0] and "eval_every 50" in warnings[1]
+    assert "valid" in result.stdout
+
+    demo_data["pilot"]["steps"] = 100
+    assert ablate("validate", str(write_plan(demo_data))).stderr == ""

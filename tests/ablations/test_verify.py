@@ -142,3 +142,24 @@ def test_an_unreachable_store_is_one_problem_not_one_per_run() -> None:
     row = {"run_id": "a", "checkpoint": {"uri": "s3://other/p/tiny/a/step-00000020"}}
     [problem] = check_checkpoint(row, plan, "tiny", plan_hash(plan), stores=stores)[0]
     assert "outside the plan's store s3://bucket/p" in str(problem)
+
+
+def test_a_pilots_checkpoint_is_its_main_runs_and_is_not_reopened() -> None:
+    from ablations.plan import parse_plan, plan_hash
+    from ablations.verify_reload import check_checkpoint
+    from tests.flows.conftest import TINY_PLAN
+    from tests.s3_server import free_port
+
+    data = json.loads(json.dumps(TINY_PLAN))
+    data["checkpoint"] = {
+        "store": "s3://bucket/p",
+        "endpoint_url": f"http://127.0.0.1:{free_port()}",
+    }
+    plan = parse_plan(data)
+    uri = "s3://bucket/p/tiny/main-s0/step-00000020"
+    pilot = {"run_id": "pilot-s0", "continues": "main-s0", "checkpoint": {"uri": uri}}
+    # Its main run's folder (which that run may have pruned since): no problem, no store opened.
+    assert check_checkpoint(pilot, plan, "tiny", plan_hash(plan), stores={}) == ([], None)
+    elsewhere = {**pilot, "continues": "other-s0"}
+    [problem] = check_checkpoint(elsewhere, plan, "tiny", plan_hash(plan), stores={})[0]
+    assert "points elsewhere" in str(problem) and "tiny/other-s0/step-" in str(problem)

@@ -8,12 +8,15 @@ same plan (same workload entry, same run ids) runs untouched:
   in the middle of a checkpoint upload, with a half-written object left in the store.
 - `ABLATE_FAULT_PAUSE=STEP:MARKER:GO`: the first run to reach step STEP creates MARKER and
   waits until the file GO exists (the test stops and restarts the S3 server meanwhile).
+- `ABLATE_FAULT_LOSE_CURSOR=1`: `load_state_dict` forgets the batch cursor, a state bug the
+  restart check must find (preflight fails; without the variable the same folder passes).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from ablations.checkpoint.store import FsspecStore
 from ablations.workloads.digits import DigitsWorkload
 
 SLOW_UPLOAD, PAUSE = "ABLATE_FAULT_SLOW_UPLOAD", "ABLATE_FAULT_PAUSE"
+LOSE_CURSOR = "ABLATE_FAULT_LOSE_CURSOR"
 
 
 def _claim(marker: Path) -> bool:
@@ -59,3 +63,8 @@ class FaultDigits(DigitsWorkload):
             while not Path(go).exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
         return super().train_step(step)
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if os.environ.get(LOSE_CURSOR):
+            state = {**state, "cursor": 0}
+        super().load_state_dict(state)

@@ -38,6 +38,12 @@ def test_two_cpu_slots_are_both_used_and_never_overlap(
     by_variant = {(r["variant"], r["phase"]): r["status"] for r in runs}
     assert by_variant[("keep_pixels=32", "main")] == "stopped"
     assert by_variant[("control", "main")] == "accepted"
+    # Each pilot is the prefix of its main run: that run resumed where the pilot ended.
+    pilots = {r["continues"]: r for r in manifest["runs"] if r["phase"] == "pilot"}
+    resumed = [r for r in runs if r["run_id"] in pilots and r["status"] != "stopped"]
+    assert resumed and all(r["start_step"] == 20 for r in resumed)
+    assert all(r["checkpoint"]["resumed_from_step"] == 20 for r in resumed)
+    assert all(pilots[r["run_id"]]["steps_done"] == 20 for r in resumed)
     csv = pd.read_csv(tmp_path / "out" / "runs.csv")
     assert len(csv) == len(manifest["runs"]) and set(csv["run_id"]) == {
         r["run_id"] for r in manifest["runs"]
