@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ablations.errors import AblationError, CampaignConflictError
+from ablations.folder_lock import LOCK_NAME
 from ablations.plan import Plan, parse_plan, plan_hash
 from ablations.plan_io import parse_yaml
 from ablations.records import RunRecord
@@ -72,7 +73,7 @@ def existing_registration(plan: Plan, out_dir: Path) -> Registration | None:
     if out_dir.exists() and not out_dir.is_dir():
         raise AblationError(f"{out_dir} exists and is not a folder; choose another --out")
     _check_creatable(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
+    if out_dir.exists() and any(p.name != LOCK_NAME for p in out_dir.iterdir()):
         raise AblationError(
             f"{out_dir} is not empty and holds no registered campaign; choose another --out"
         )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ablations.plan_sections import CATEGORY_RANK, Category, ParamValue
+from ablations.plan_sections import CATEGORY_RANK, Category, ParamValue, shown
 
 if TYPE_CHECKING:
     from ablations.plan import Plan
@@ -64,22 +64,20 @@ class PlannedRun(BaseModel):
 
 
 def _name(overrides: dict[str, ParamValue]) -> str:
-    return "+".join(f"{k}={_show(v)}" for k, v in overrides.items())
-
-
-def _show(value: ParamValue) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    return "+".join(f"{k}={shown(v)}" for k, v in overrides.items())
 
 
 def variants(plan: Plan) -> list[Variant]:
     """The control first, then each factor's levels in plan order, then the interactions."""
     base = plan.control_params
-    out = [Variant(name=CONTROL, category="essential", overrides={}, params=base)]
+    # model_construct: the plan validated every value already, and validating each variant's
+    # full parameter dict again would cost variants x parameters (quadratic in the factors).
+    out = [Variant.model_construct(name=CONTROL, category="essential", overrides={}, params=base)]
     for name, factor in plan.factors.items():
         for level in factor.levels:
             overrides = {name: level.value}
             out.append(
-                Variant(
+                Variant.model_construct(
                     name=_name(overrides),
                     category=factor.category_of(level),
                     overrides=overrides,
@@ -89,7 +87,7 @@ def variants(plan: Plan) -> list[Variant]:
     for interaction in plan.interactions:
         overrides = dict(interaction.set)
         out.append(
-            Variant(
+            Variant.model_construct(
                 name=_name(overrides),
                 category=interaction.category,
                 overrides=overrides,
@@ -100,25 +98,66 @@ def variants(plan: Plan) -> list[Variant]:
 
 
 def variant_names(plan: Plan) -> list[str]:
-    """Names of every variant of the plan."""
-    return [v.name for v in variants(plan)]
+    """Names of every variant of the plan (in `variants` order, without building them)."""
+    names = [CONTROL]
+    names += [_name({n: level.value}) for n, f in plan.factors.items() for level in f.levels]
+    return names + [_name(dict(interaction.set)) for interaction in plan.interactions]
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 
 
 def run_id(
-    plan_hash: str, params: dict[str, ParamValue], seed: int, steps: int, prefix: str
+    plan_hash: str,
+    params: dict[str, ParamValue],
+    seed: int,
+    steps: int,
+    prefix: str,
+    *,
+    params_json: str | None = None,
 ) -> str:
-    """`<prefix>-s<seed>-<10 hex>`: safe in paths and S3 keys, stable, changed by any value."""
-    payload = json.dumps(
-        {"plan": plan_hash, "params": params, "seed": seed, "steps": steps},
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    """`<prefix>-s<seed>-<10 hex>`: safe in paths and S3 keys, stable, changed by any value.
+
+    `params_json` is `params` already rendered by `_ParamsJson` (the same bytes, made once
+    per variant instead of once per run)."""
+    if params_json is None:
+        payload = json.dumps(
+            {"plan": plan_hash, "params": params, "seed": seed, "steps": steps},
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+    else:  # json.dumps's sorted keys: params, plan, seed, steps
+        payload = (
+            f'{{"params":{params_json},"plan":{json.dumps(plan_hash)},'
+            f'"seed":{json.dumps(seed)},"steps":{json.dumps(steps)}}}'
+        )
     digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
     slug = _UNSAFE.sub("-", prefix).strip("-.")[:48] or "run"
     return f"{slug}-s{seed}-{digest}"
+
+
+class _ParamsJson:
+    """Renders variants' parameters as `json.dumps(sort_keys=True)` does, from the control's
+    parameters rendered once: each variant only swaps in its overrides, so a plan of 10^4
+    factors does not serialize 10^4 x 10^4 values one by one."""
+
+    def __init__(self, base: dict[str, ParamValue]) -> None:
+        self._keys = sorted(base)
+        self._at = {key: i for i, key in enumerate(self._keys)}
+        self._pieces = [self._piece(key, base[key]) for key in self._keys]
+
+    @staticmethod
+    def _piece(key: str, value: ParamValue) -> str:
+        return f"{json.dumps(key)}:{json.dumps(value)}"
+
+    def render(self, variant: Variant) -> str | None:
+        """The variant's params as JSON, or None when an override is not a control key."""
+        pieces = self._pieces.copy()
+        for key, value in variant.overrides.items():
+            if key not in self._at:
+                return None
+            pieces[self._at[key]] = self._piece(key, value)
+        return "{" + ",".join(pieces) + "}"
 
 
 _PLANNED: dict[str, tuple[PlannedRun, ...]] = {}
@@ -139,8 +178,9 @@ def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
         plan.pilot.variants or [v.name for v in all_variants if v.category == "essential"]
     )
     pilot_names.add(CONTROL)  # the gate judges the pilot against the control: it always runs
+    renderer = _ParamsJson(plan.control_params)
     runs: list[PlannedRun] = []
-    for phase, chosen, seeds, steps in (
+    phases: list[tuple[Phase, list[Variant], list[int], int]] = [
         (
             "pilot",
             [v for v in all_variants if v.name in pilot_names],
@@ -148,13 +188,16 @@ def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
             plan.pilot_steps,
         ),
         ("main", all_variants, plan.seeds, plan.workload.steps),
-    ):
+    ]
+    for phase, chosen, seeds, steps in phases:
         for variant in chosen:
+            rendered = renderer.render(variant)  # one variant's at a time: they add up to GBs
             for seed in seeds:
                 prefix = f"{'pilot-' if phase == 'pilot' else ''}{variant.name}"
+                made = run_id(plan_hash, variant.params, seed, steps, prefix, params_json=rendered)
                 runs.append(
-                    PlannedRun(
-                        run_id=run_id(plan_hash, variant.params, seed, steps, prefix),
+                    PlannedRun.model_construct(
+                        run_id=made,
                         variant=variant.name,
                         factor=variant.factor,
                         level=variant.level,

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from ablations.campaign_phases import gate_decided, phase_runs, slot_warmup
 from ablations.campaign_state import registered_plan
+from ablations.folder_lock import hold_folder
 from ablations.gate import GateDecision, apply_answer
 from ablations.plan_io import read_plan_text
 from ablations.progress import record_rows, say
@@ -116,25 +117,16 @@ def _ask_in_ui(
     return apply_answer(recommendation, answer.decision, answer.drop, answer.note, main)
 
 
-@flow(
-    name="ablation-campaign",
-    task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]  # generic in stubs
-    persist_result=False,
-    log_prints=False,
-)
-def ablation_campaign(
-    plan_path: str | None = None,
-    plan_yaml: str | None = None,
-    out_dir: str = "ablate-out",
-    gate: Literal["auto", "ui"] | None = None,
-    devices: str | None = None,
-    pool: str | None = None,
-    heartbeat_timeout_s: float = 120.0,
+def _campaign(
+    plan_path: str | None,
+    plan_yaml: str | None,
+    out_dir: str,
+    gate: Literal["auto", "ui"] | None,
+    devices: str | None,
+    pool: str | None,
+    heartbeat_timeout_s: float,
 ) -> str:
-    """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
-
-    With `pool`, every run is a flow run of the `variant/<pool>` deployment on that work
-    pool's workers, and `devices` counts the pool's devices (default: its online workers)."""
+    """The campaign flow's body, run while the flow holds the output folder's lock."""
     if plan_yaml is None:
         if plan_path is None:
             raise ValueError("give plan_path or plan_yaml")
@@ -205,3 +197,28 @@ def ablation_campaign(
     update_progress_artifact(progress, 100.0)  # type: ignore[arg-type]
     say(f"results: {manifest}")
     return manifest
+
+
+@flow(
+    name="ablation-campaign",
+    task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]  # generic in stubs
+    persist_result=False,
+    log_prints=False,
+)
+def ablation_campaign(
+    plan_path: str | None = None,
+    plan_yaml: str | None = None,
+    out_dir: str = "ablate-out",
+    gate: Literal["auto", "ui"] | None = None,
+    devices: str | None = None,
+    pool: str | None = None,
+    heartbeat_timeout_s: float = 120.0,
+) -> str:
+    """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
+
+    With `pool`, every run is a flow run of the `variant/<pool>` deployment on that work
+    pool's workers, and `devices` counts the pool's devices (default: its online workers)."""
+    # One writer per folder, also for a flow run launched from a deployment (`ablate run`
+    # already holds it in this process: then this is a no-op).
+    with hold_folder(Path(out_dir)):
+        return _campaign(plan_path, plan_yaml, out_dir, gate, devices, pool, heartbeat_timeout_s)
