@@ -23,11 +23,11 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import Field
 
 from ablations.campaign_phases import gate_decided, phase_runs, slot_warmup
-from ablations.campaign_state import registered_plan
+from ablations.campaign_state import registered_plan, remove_leftover_temporaries
 from ablations.folder_lock import hold_folder
 from ablations.gate import GateDecision, apply_answer
 from ablations.plan_io import read_plan_text
-from ablations.progress import record_rows, say
+from ablations.progress import outcome, record_rows, say
 from ablations.records import RunRecord
 from ablations.remote_runs import PoolSettings, open_pool, pool_slots, require_shared_store
 from ablations.scheduling import longest_first
@@ -68,11 +68,7 @@ def _run_phase(
         record = cast(RunRecord, future.result())
         records.append(record)
         done[0] += 1
-        detail = (
-            record.stop.rule
-            if record.stop
-            else ", ".join(f"{k}={v:.4f}" for k, v in record.metrics.items())
-        )
+        detail = outcome(record)
         say(
             f"  [{done[0]}/{total}] {record.phase} {record.variant} seed {record.seed}: "
             f"{record.status} ({detail})"
@@ -221,4 +217,5 @@ def ablation_campaign(
     # One writer per folder, also for a flow run launched from a deployment (`ablate run`
     # already holds it in this process: then this is a no-op).
     with hold_folder(Path(out_dir)):
+        remove_leftover_temporaries(Path(out_dir))  # an interrupted run's, never trusted
         return _campaign(plan_path, plan_yaml, out_dir, gate, devices, pool, heartbeat_timeout_s)
