@@ -156,6 +156,9 @@ def _run_campaign(
         from prefect.task_runners import ThreadPoolTaskRunner
 
         from flows.campaign import ablation_campaign
+        from flows.environment import quiet_run_failures
+
+        quiet_run_failures(keep_lines=server is None)  # this command reports the cause
 
         if pool is not None:
             _require_workload_imports(pool.slots[0], plan, str(args.plan))

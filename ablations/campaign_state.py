@@ -51,8 +51,10 @@ def atomic_write_text(path: Path, text: str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # name the file it was for
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
 

@@ -101,7 +101,10 @@ def _serve(
             except Exception as exc:  # the checking side reports it as a failed reload
                 conn.send(f"!{type(exc).__name__}: {exc}")
         else:
-            conn.send(run_spec(spec).model_dump_json())
+            try:
+                conn.send(run_spec(spec).model_dump_json())
+            except Exception as exc:  # the host failed the run (a full disk, a store down):
+                conn.send(f"!{type(exc).__name__}: {exc}")  # the workload's own are records
 
 
 def _write_outputs(out_dir: str) -> str:
@@ -201,6 +204,12 @@ class SlotWorker:
             reply = self._call("run", spec, None)
         if reply is None:
             return self._crashed(spec, started)
+        if reply.startswith("!"):  # a rerun retries it, once the disk or store is back
+            error_type, _, message = reply[1:].partition(": ")
+            return RunRecord.failed(
+                spec, error_type, message, device=self.slot.device, slot=self.slot.name,
+                started_at=started, ended_at=time.time(),
+            )  # fmt: skip
         record = RunRecord.model_validate_json(reply)
         return record.model_copy(update={"slot": self.slot.name})
 
