@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ablations.parent_watch import PRCTL, die_with_parent
+from flows.server_database import prepare_database
 
 STARTUP_FAILED = 3
 """uvicorn's exit code when startup failed: the port taken between our probe and its bind,
@@ -75,6 +76,7 @@ class TemporaryServer:
         self._log = tempfile.TemporaryFile(mode="w+", prefix="ablate-server-")  # noqa: SIM115
         self._process: subprocess.Popen[bytes] | None = None
         self.port = 0
+        prepare_database()  # a new Prefect home gets the migrated database: no migrations
         self._launch()
         # After Prefect's own exit hooks (they flush events and logs to this server).
         atexit.register(self.stop)
