@@ -80,3 +80,21 @@ def test_a_rerun_removes_leftover_temporaries_and_nothing_else(tmp_path: Path) -
         path.write_text("x")
     assert sorted(remove_leftover_temporaries(out)) == sorted(leftovers)
     assert all(p.exists() for p in kept) and not any(p.exists() for p in leftovers)
+
+
+def test_a_moved_folder_runs_its_runs_where_it_is_now(tmp_path: Path) -> None:
+    import yaml
+
+    from ablations.campaign_phases import phase_runs, registration_of
+    from ablations.campaign_state import register, registered_plan
+    from ablations.run_specs import spec_for
+    from tests.flows.conftest import TINY_PLAN
+
+    plan = {**TINY_PLAN, "checkpoint": {"store": "file://checkpoints"}}
+    register(yaml.safe_dump(plan), tmp_path / "before")
+    moved = tmp_path / "after"
+    (tmp_path / "before").rename(moved)
+    run = phase_runs(moved, "pilot")[0]
+    spec = spec_for(registered_plan(moved), registration_of(moved), run)
+    assert spec.out_dir == str(moved)
+    assert spec.checkpoint is not None and spec.checkpoint.store == f"file://{moved}/checkpoints"
