@@ -18,6 +18,9 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# The temporary Prefect server's migrated database, once per user: a first campaign on a
+	# fresh Prefect home then starts as fast as the second (flows/server_database.py).
+	$(BIN)/python -m flows.server_database
 	touch $@
 
 venv: $(BIN)/.installed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,10 +13,11 @@ from ablations.campaign_phases import slot_warmup
 from ablations.campaign_state import existing_registration, load_json
 from ablations.cli import EXIT_OK, command
 from ablations.errors import PlanError, Problem
+from ablations.folder_lock import hold_folder
 from ablations.plan import Plan
 from ablations.plan_io import load_plan, workload_module_problem
 from ablations.slot_runtime import open_slots
-from ablations.slots import plan_slots
+from ablations.slots import SlotSpec, parse_devices, plan_slots
 from ablations.worker import SlotWorker
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ def add_campaign_parsers(sub: Any) -> None:
     )
     p.add_argument(
         "--heartbeat-timeout",
-        type=float,
+        type=positive_seconds,
         default=120.0,
         help="with --pool: seconds without a heartbeat before a run's host is presumed lost",
     )
@@ -60,11 +62,37 @@ def add_campaign_parsers(sub: Any) -> None:
     p.add_argument("out_dir", type=Path)
     p.add_argument(
         "--tolerance",
-        type=float,
+        type=finite_non_negative,
         default=1e-6,
         help="absolute tolerance of a re-evaluated metric (CPU-trained runs; default 1e-6)",
     )
     p.add_argument("--skip-store", action="store_true", help="do not open the checkpoint store")
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above zero (`nan` and `inf` refused)."""
+    value = _number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0 seconds, got {text!r}")
+    return value
+
+
+def finite_non_negative(text: str) -> float:
+    """An argparse type: a finite number >= 0 (`nan` and `inf` refused)."""
+    value = _number(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
 
 
 @command("run")
@@ -80,31 +108,47 @@ def run_command(args: argparse.Namespace) -> int:
     missing = workload_module_problem(plan.workload.entry)
     if missing is not None:
         raise PlanError([missing], str(args.plan))
-    # Now, so it comes up while everything below runs (with --pool the runs' hosts need a
-    # server they can reach, which a temporary one on loopback is not).
-    server = start_unless_configured() if local else None
-    try:
-        return _run_campaign(args, plan, local, server)
-    except BaseException:
-        if server is not None:  # at once; a finished campaign stops it after Prefect's drains
-            server.stop()
-        raise
-
-
-def _run_campaign(
-    args: argparse.Namespace, plan: Plan, local: bool, server: TemporaryServer | None
-) -> int:
-    from flows.local_server import campaign_api
-
     out_dir = (args.out or Path("runs") / plan.campaign.id).resolve()
     existing_registration(plan, out_dir)  # a conflicting folder is refused before Prefect starts
     if local:
         slots = plan_slots(plan.resources, args.devices)
     else:  # the runs go to the pool's hosts: nothing about this machine's devices matters
-        from ablations.remote_runs import PoolSettings, pool_slots, require_shared_store
+        from ablations.remote_runs import (
+            PoolSettings,
+            pool_slots,
+            require_pool,
+            require_shared_store,
+        )
 
         require_shared_store(plan.checkpoint)
-        slots = pool_slots(PoolSettings(args.pool), plan.resources, args.devices)
+        settings = PoolSettings(args.pool)
+        if args.devices is not None:
+            parse_devices(args.devices)  # a bad number is refused before the server is asked
+        require_pool(settings)
+        slots = pool_slots(settings, plan.resources, args.devices)
+    # One writer per folder, before anything is written to it (or a server started for it).
+    with hold_folder(out_dir):
+        # Now, so it comes up while everything below runs (with --pool the runs' hosts need a
+        # server they can reach, which a temporary one on loopback is not).
+        server = start_unless_configured() if local else None
+        try:
+            return _run_campaign(args, plan, out_dir, slots, server)
+        except BaseException:
+            if server is not None:  # at once; a finished campaign stops it after Prefect's drains
+                server.stop()
+            raise
+
+
+def _run_campaign(
+    args: argparse.Namespace,
+    plan: Plan,
+    out_dir: Path,
+    slots: list[SlotSpec],
+    server: TemporaryServer | None,
+) -> int:
+    from flows.local_server import campaign_api
+
+    local = args.pool is None
     # Local slot workers start now, so their imports overlap the server's start; the flow
     # finds them open for this folder and reuses them.
     warmup = slot_warmup(plan, out_dir)
@@ -112,6 +156,9 @@ def _run_campaign(
         from prefect.task_runners import ThreadPoolTaskRunner
 
         from flows.campaign import ablation_campaign
+        from flows.environment import quiet_run_failures
+
+        quiet_run_failures(keep_lines=server is None)  # this command reports the cause
 
         if pool is not None:
             _require_workload_imports(pool.slots[0], plan, str(args.plan))

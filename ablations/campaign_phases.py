@@ -44,11 +44,11 @@ PROJECTION = "projection.json"
 
 
 def registration_of(out_dir: Path) -> Registration:
-    """The folder's registration record."""
+    """The folder's registration record, naming the folder where it is now (moved or not)."""
     data = load_json(out_dir, "registration.json")
     if data is None:
         raise AblationError(f"{out_dir} holds no registered campaign (registration.json)")
-    return Registration.model_validate(data)
+    return Registration.model_validate({**data, "out_dir": str(out_dir.resolve())})
 
 
 def registered_runs(out_dir: Path) -> list[PlannedRun]:

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ablations.errors import AblationError, CampaignConflictError
+from ablations.folder_lock import LOCK_NAME
 from ablations.plan import Plan, parse_plan, plan_hash
 from ablations.plan_io import parse_yaml
 from ablations.records import RunRecord
@@ -50,9 +51,30 @@ def atomic_write_text(path: Path, text: str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # name the file it was for
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
+
+
+WRITTEN_FOLDERS = ("", "metrics", "predictions", "records", "models")
+"""Where the campaign writes files through temporaries (`.<name>.<random>.tmp`, `.part`)."""
+
+
+def remove_leftover_temporaries(out_dir: Path) -> list[Path]:
+    """Delete the temporaries an interrupted campaign left (a full disk, a kill): call it only
+    while holding the folder's lock, when no write of this campaign can be in flight."""
+    removed = []
+    for folder in WRITTEN_FOLDERS:
+        if not (out_dir / folder).is_dir():
+            continue
+        for path in (out_dir / folder).iterdir():
+            name = path.name
+            if name.startswith(".") and name.endswith((".tmp", ".part")) and path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
 
 
 def existing_registration(plan: Plan, out_dir: Path) -> Registration | None:
@@ -72,7 +94,7 @@ def existing_registration(plan: Plan, out_dir: Path) -> Registration | None:
     if out_dir.exists() and not out_dir.is_dir():
         raise AblationError(f"{out_dir} exists and is not a folder; choose another --out")
     _check_creatable(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
+    if out_dir.exists() and any(p.name != LOCK_NAME for p in out_dir.iterdir()):
         raise AblationError(
             f"{out_dir} is not empty and holds no registered campaign; choose another --out"
         )
@@ -129,17 +151,37 @@ def _parsed_plan(text: str, source: str) -> Plan:
     return parse_plan(parse_yaml(text, source), source)
 
 
+def folder_uri(uri: str, out_dir: Path) -> str:
+    """A `file://` URI into the output folder written relative to it (`file://checkpoints/
+    <campaign>/<run>/step-N`, as the plan writes a store inside the folder), so a moved or
+    copied folder names its own store. Any other URI is returned unchanged."""
+    scheme, sep, path = uri.partition("://")
+    if scheme != "file" or not sep or not os.path.isabs(path):
+        return uri
+    try:
+        inside = Path(path).relative_to(out_dir.resolve())
+    except ValueError:  # a store outside the folder keeps its absolute URI
+        return uri
+    return f"file://{inside.as_posix()}"
+
+
 def save_record(out_dir: Path, record: RunRecord) -> None:
     """Write a run's completion record (after its artifacts, so it marks them complete)."""
+    uri = record.checkpoint.uri
+    if uri is not None and folder_uri(uri, out_dir) != uri:
+        checkpoint = record.checkpoint.model_copy(update={"uri": folder_uri(uri, out_dir)})
+        record = record.model_copy(update={"checkpoint": checkpoint})
     atomic_write_text(out_dir / RECORDS / f"{record.run_id}.json", record.model_dump_json(indent=2))
 
 
 def load_record(out_dir: Path, run_id: str) -> RunRecord | None:
-    """A finished run's record, or None when the run has not finished."""
+    """A finished run's record, or None when the run has not finished. A run whose worker
+    or host was lost (`RunRecord.lost`) has not finished: a rerun retries it."""
     path = out_dir / RECORDS / f"{run_id}.json"
     if not path.exists():
         return None
-    return RunRecord.model_validate_json(path.read_text())
+    record = RunRecord.model_validate_json(path.read_text())
+    return None if record.lost else record
 
 
 def load_records(out_dir: Path) -> dict[str, RunRecord]:

@@ -142,6 +142,15 @@ def _schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def os_error_line(exc: OSError) -> str:
+    """One line for an operating-system error that stopped a command, and what to do."""
+    where = f": {exc.filename}" if exc.filename else ""
+    return (
+        f"{exc.strerror or exc}{where}. Finished runs are kept (nothing half-written is "
+        "trusted): fix the cause (free disk space, say) and rerun the same command to continue"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ablate", description="Ablation campaigns on rented GPUs, run as Prefect flows."
@@ -172,6 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AblationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except OSError as exc:  # the machine, not the input: a full disk, a read-only folder
+        if os.environ.get("ABLATE_DEBUG"):
+            raise
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        return EXIT_INTERNAL
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -42,9 +42,10 @@ CATEGORY_RANK: dict[str, int] = {"essential": 0, "useful": 1, "exploratory": 2}
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
-_CAMPAIGN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_ENTRY_POINT = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-_DEVICE = re.compile(r"^(cpu(:\d+)?|cuda:\d+)$")
+_CAMPAIGN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_ENTRY_POINT = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", re.ASCII)
+_DEVICE = re.compile(r"cpu(:[0-9]+)?|cuda:[0-9]+")
+"""Patterns are matched with `fullmatch`: `$` would accept a trailing newline."""
 STORE_SCHEMES = ("file", "memory", "s3")
 _NO_CREDENTIALS = (
     "must not embed credentials (user:secret@); the plan is copied into the output folder. "
@@ -65,6 +66,19 @@ def same_value(a: ParamValue, b: ParamValue) -> bool:
     return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
+def shown(value: ParamValue) -> str:
+    """A parameter value as variant names write it (`true`, `0.3`): the variant's identity,
+    so two levels shown alike are one level."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _finite_params(params: dict[str, ParamValue]) -> dict[str, ParamValue]:
+    bad = [k for k, v in params.items() if isinstance(v, float) and not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"{bad[0]}: must be a finite number (got {params[bad[0]]})")
+    return params
+
+
 class CampaignSection(Section):
     """What the campaign is for."""
 
@@ -83,7 +97,7 @@ class CampaignSection(Section):
     @field_validator("id")
     @classmethod
     def _safe_id(cls, value: str) -> str:
-        if not _CAMPAIGN_ID.match(value) or ".." in value:
+        if not _CAMPAIGN_ID.fullmatch(value) or ".." in value:
             raise ValueError(
                 "must be 1-64 characters of letters, digits, '.', '_' or '-', starting with a "
                 "letter or digit and without '..', so it cannot escape the output folder"
@@ -106,10 +120,12 @@ class WorkloadSection(Section):
     """Registered input counts per split (e.g. `{train: 1437, heldout: 360}`); checked by the
     data check when given."""
 
+    _finite = field_validator("params")(_finite_params)
+
     @field_validator("entry")
     @classmethod
     def _entry_shape(cls, value: str) -> str:
-        if not _ENTRY_POINT.match(value):
+        if not _ENTRY_POINT.fullmatch(value):
             raise ValueError("must look like 'package.module:ClassName'")
         return value
 
@@ -122,6 +138,8 @@ class ControlSection(Section):
     is taken from here (or from `workload.params`)."""
     cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """The control's cost in the unit the levels' `cost` uses (see `Level.cost`)."""
+
+    _finite = field_validator("params")(_finite_params)
 
 
 class Level(Section):
@@ -136,6 +154,13 @@ class Level(Section):
     run, seconds per step). Used by the non-inferiority rule to name the cheapest variant
     not usefully worse; when a candidate or the control lacks one, the median measured
     step time of the accepted main runs is used for all instead."""
+
+    @field_validator("value")
+    @classmethod
+    def _finite_value(cls, value: ParamValue) -> ParamValue:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
 
 
 class Factor(Section):
@@ -160,9 +185,15 @@ class Factor(Section):
 
     @model_validator(mode="after")
     def _levels_are_distinct_and_categorized(self) -> Factor:
+        first: dict[str, int] = {}  # by shown value: the variant name is the identity
         for i, level in enumerate(self.levels):
-            if any(same_value(level.value, other.value) for other in self.levels[:i]):
-                raise ValueError(f"duplicate level {level.value!r}")
+            other = self.levels[first.setdefault(shown(level.value), i)].value
+            if first[shown(level.value)] != i:
+                same = "duplicate level" if same_value(other, level.value) else "levels"
+                raise ValueError(
+                    f"{same} {other!r} and {level.value!r} name the same variant "
+                    f"(={shown(level.value)}); keep one"
+                )
             if level.category is None and self.category is None:
                 raise ValueError(
                     f"level {level.value!r} has no category: set the factor's `category` "
@@ -184,6 +215,8 @@ class Interaction(Section):
     """Factor name -> one of its levels, for two or more factors."""
     category: Category = "exploratory"
     """Category of the interaction variant."""
+
+    _finite = field_validator("set")(_finite_params)
 
 
 class MetricSection(Section):
@@ -240,7 +273,7 @@ class TruncationRule(Section):
     """Whether the rule is active."""
     essential: list[str] = ["heldout"]
     """Input groups of the workload's input report that must not be truncated."""
-    max_truncated_fraction: float = Field(default=0.0, ge=0.0, le=1.0)
+    max_truncated_fraction: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
     """Largest tolerated fraction of truncated inputs within an essential group."""
 
 
@@ -302,7 +335,7 @@ class GateSection(Section):
     reason says so (a person at the UI gate can still drop them)."""
     trim_order: list[Literal["exploratory", "useful"]] = ["exploratory", "useful"]
     """Categories dropped, in order, when the projected time does not fit the window."""
-    budget_margin: float = Field(default=0.15, ge=0.0, lt=1.0)
+    budget_margin: float = Field(default=0.15, ge=0.0, lt=1.0, allow_inf_nan=False)
     """Fraction of the remaining package window kept in reserve when projecting the fit."""
 
 
@@ -405,7 +438,7 @@ class ResourcesSection(Section):
         if isinstance(value, list):
             if not value:
                 raise ValueError("the device list is empty")
-            bad = [d for d in value if not isinstance(d, str) or not _DEVICE.match(d)]
+            bad = [d for d in value if not isinstance(d, str) or not _DEVICE.fullmatch(d)]
             if bad:
                 raise ValueError(f"unknown device {bad[0]!r}: use 'cpu' or 'cuda:N'")
             if len(set(value)) != len(value):
@@ -451,15 +484,15 @@ class PackageSection(Section):
 class RunEstimate(Section):
     """Per-run time estimates used for planning until the pilot has measured them."""
 
-    load_seconds: float = Field(default=5.0, ge=0)
+    load_seconds: float = Field(default=5.0, ge=0, allow_inf_nan=False)
     """Building the workload and loading data."""
-    step_seconds: float = Field(default=0.01, ge=0)
+    step_seconds: float = Field(default=0.01, ge=0, allow_inf_nan=False)
     """One training step."""
-    eval_seconds: float = Field(default=0.1, ge=0)
+    eval_seconds: float = Field(default=0.1, ge=0, allow_inf_nan=False)
     """One evaluation on the held-out set."""
-    checkpoint_seconds: float = Field(default=0.5, ge=0)
+    checkpoint_seconds: float = Field(default=0.5, ge=0, allow_inf_nan=False)
     """One checkpoint (stall plus commit)."""
-    export_seconds: float = Field(default=1.0, ge=0)
+    export_seconds: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     """Writing the run's metrics and predictions."""
 
 
@@ -470,7 +503,7 @@ class BudgetSection(Section):
     """The rented package."""
     other_costs: list[Cost] = []
     """Other costs the user pays (storage, transfer); only what is given is counted."""
-    prep_hours: float = Field(default=0.0, ge=0)
+    prep_hours: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Human preparation time inside the window that does not occupy the GPU."""
     estimate: RunEstimate = RunEstimate()
     """Time estimates used before the pilot has measured real ones."""

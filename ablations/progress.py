@@ -33,16 +33,21 @@ def _significant(value: float | None) -> float | None:
 
 
 def outcome(record: RunRecord) -> str:
-    """A run's outcome in a few words: the stop, the rejection or the error, else its metrics."""
+    """A run's outcome in a few words: the stop, the rejection or the error (and whether a rerun
+    retries it), else its metrics; and where it resumed from when an earlier attempt's
+    checkpoint was used."""
     from ablations.units import metric
 
     if record.stop is not None:
-        return f"{record.stop.rule} at step {record.stop.step}: {record.stop.message}"
-    if record.rejection is not None:
-        return record.rejection.message
-    if record.error is not None:
-        return f"{record.error.type}: {record.error.message}"
-    return ", ".join(f"{k}={metric(v)}" for k, v in record.metrics.items())
+        detail = f"{record.stop.rule} at step {record.stop.step}: {record.stop.message}"
+    elif record.rejection is not None:
+        detail = record.rejection.message
+    elif record.error is not None:
+        detail = str(record.error) + (" (retried by a rerun)" if record.lost else "")
+    else:
+        detail = ", ".join(f"{k}={metric(v)}" for k, v in record.metrics.items())
+    step = record.checkpoint.resumed_from_step
+    return detail + (f"; resumed {record.run_id} from step {step}" if step else "")
 
 
 def record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]]:

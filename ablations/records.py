@@ -6,9 +6,9 @@ slot's worker process, serialize into Prefect results and land in `manifest.json
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ablations.plan_sections import Category, CheckpointSection, ParamValue, StopRules
 from ablations.variants import Phase
@@ -74,11 +74,31 @@ def rejection_of(spec: RunSpec, metrics: dict[str, float], step: int) -> Rejecti
     )
 
 
+FailureCause = Literal["workload", "infrastructure"]
+"""workload: the run's own code raised (a rerun would fail the same way); infrastructure: its
+worker process or host was lost (a rerun retries it from its last checkpoint)."""
+LOST_WORKER_ERRORS = ("WorkerCrashed", "WorkerLost")
+"""Error types of runs that never reported back: their records predate `cause`."""
+
+
 class RunError(Record):
     """A run that raised: the error type and message (not a stop)."""
 
     type: str
     message: str
+    cause: FailureCause = "workload"
+    """Who failed: the workload, or the infrastructure it ran on (retried by a rerun)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cause_of_older_records(cls, data: Any) -> Any:
+        lost = isinstance(data, dict) and data.get("type") in LOST_WORKER_ERRORS
+        if lost and "cause" not in data:
+            return {**data, "cause": "infrastructure"}
+        return data
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}"
 
 
 class Timings(Record):
@@ -214,8 +234,17 @@ class RunRecord(Record):
             category=spec.category,
             phase=spec.phase,
             status="failed",
-            error=RunError(type=error_type, message=message),
+            error=RunError(type=error_type, message=message, cause="infrastructure"),
             **fields,
+        )
+
+    @property
+    def lost(self) -> bool:
+        """Failed because its worker or host was lost, not because the workload raised."""
+        return (
+            self.status == "failed"
+            and self.error is not None
+            and (self.error.cause == "infrastructure")
         )
 
 

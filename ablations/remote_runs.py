@@ -35,7 +35,7 @@ from ablations.host_slots import HostSlots
 from ablations.plan_sections import CheckpointSection, ResourcesSection
 from ablations.progress import say
 from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
-from ablations.slots import SlotSpec
+from ablations.slots import SlotSpec, parse_devices
 from ablations.worker import SlotWorker
 
 if TYPE_CHECKING:  # the checkpoint package imports torch: never before a slot is pinned
@@ -194,9 +194,7 @@ def pool_slots(
 
     `--devices` or the plan's `resources.devices` count the pool's devices in all (a number,
     or a list); `auto` counts the workers online in the pool now. Never probed locally."""
-    wanted: str | int | list[str] = resources.devices if devices is None else devices.strip()
-    if isinstance(wanted, str) and wanted != "auto":
-        wanted = int(wanted) if wanted.isdigit() else wanted.split(",")
+    wanted = resources.devices if devices is None else parse_devices(devices)
     if isinstance(wanted, list):
         count = len(wanted)
     elif isinstance(wanted, int):
@@ -211,6 +209,37 @@ def pool_slots(
         SlotSpec(name=f"{settings.pool}#{i}", device="pool", cpu_threads=1)
         for i in range(max(1, count))
     ]
+
+
+def require_pool(settings: PoolSettings) -> None:
+    """Refuse, in seconds and before anything runs, a pool (or its `variant/<pool>`
+    deployment) that the configured Prefect server does not know."""
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        raise AblationError(
+            f"--pool {settings.pool}: set PREFECT_API_URL to the Prefect server the pool's "
+            "workers talk to (a temporary local server is unreachable from other hosts)"
+        )
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    with get_client(sync_client=True) as client:
+        try:
+            client.read_work_pool(settings.pool)
+        except ObjectNotFound:
+            known = [p.name for p in client.read_work_pools()]
+            raise AblationError(
+                f"--pool {settings.pool}: no such work pool on {PREFECT_API_URL.value()} "
+                f"(pools: {', '.join(known) or 'none'})"
+            ) from None
+        try:
+            client.read_deployment_by_name(settings.deployment)
+        except ObjectNotFound:
+            raise AblationError(
+                f"--pool {settings.pool}: no deployment {settings.deployment!r}; create it with "
+                "`prefect deploy --all` in the folder holding prefect.yaml"
+            ) from None
 
 
 class RemoteRunner:

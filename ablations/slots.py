@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from ablations.errors import AblationError
 from ablations.plan_sections import ResourcesSection
@@ -93,7 +93,7 @@ def plan_slots(resources: ResourcesSection, devices_override: str | None = None)
     """The slots for a campaign: from the plan's `resources`, or a `--devices` override."""
     devices: object = resources.devices
     if devices_override is not None:
-        devices = _parse_override(devices_override)
+        devices = parse_devices(devices_override)
     cores = usable_cpus()
     if devices == "auto":
         count = cuda_device_count()
@@ -127,7 +127,8 @@ def plan_slots(resources: ResourcesSection, devices_override: str | None = None)
     return slots
 
 
-def _parse_override(text: str) -> object:
+def parse_devices(text: str) -> Literal["auto"] | int | list[str]:
+    """A `--devices` value: `auto`, a number of slots (>= 1) or a list of devices."""
     text = text.strip()
     if text == "auto":
         return "auto"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ablations.plan_sections import CATEGORY_RANK, Category, ParamValue
+from ablations.plan_sections import CATEGORY_RANK, Category, ParamValue, shown
 
 if TYPE_CHECKING:
     from ablations.plan import Plan
@@ -84,22 +84,20 @@ class PlannedRun(BaseModel):
 
 
 def _name(overrides: dict[str, ParamValue]) -> str:
-    return "+".join(f"{k}={_show(v)}" for k, v in overrides.items())
-
-
-def _show(value: ParamValue) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    return "+".join(f"{k}={shown(v)}" for k, v in overrides.items())
 
 
 def variants(plan: Plan) -> list[Variant]:
     """The control first, then each factor's levels in plan order, then the interactions."""
     base = plan.control_params
-    out = [Variant(name=CONTROL, category="essential", overrides={}, params=base)]
+    # model_construct: the plan validated every value already, and validating each variant's
+    # full parameter dict again would cost variants x parameters (quadratic in the factors).
+    out = [Variant.model_construct(name=CONTROL, category="essential", overrides={}, params=base)]
     for name, factor in plan.factors.items():
         for level in factor.levels:
             overrides = {name: level.value}
             out.append(
-                Variant(
+                Variant.model_construct(
                     name=_name(overrides),
                     category=factor.category_of(level),
                     overrides=overrides,
@@ -109,7 +107,7 @@ def variants(plan: Plan) -> list[Variant]:
     for interaction in plan.interactions:
         overrides = dict(interaction.set)
         out.append(
-            Variant(
+            Variant.model_construct(
                 name=_name(overrides),
                 category=interaction.category,
                 overrides=overrides,
@@ -120,8 +118,10 @@ def variants(plan: Plan) -> list[Variant]:
 
 
 def variant_names(plan: Plan) -> list[str]:
-    """Names of every variant of the plan."""
-    return [v.name for v in variants(plan)]
+    """Names of every variant of the plan (in `variants` order, without building them)."""
+    names = [CONTROL]
+    names += [_name({n: level.value}) for n, f in plan.factors.items() for level in f.levels]
+    return names + [_name(dict(interaction.set)) for interaction in plan.interactions]
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
@@ -134,17 +134,58 @@ def run_id(
     steps: int,
     prefix: str,
     until: int | None = None,
+    *,
+    params_json: str | None = None,
 ) -> str:
     """`<prefix>-s<seed>-<10 hex>`: safe in paths and S3 keys, stable, changed by any value.
 
-    `until`: a pilot's last step (the prefix of a run of `steps` steps)."""
-    identity = {"plan": plan_hash, "params": params, "seed": seed, "steps": steps}
-    if until is not None:
-        identity["until"] = until
-    payload = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    `until`: a pilot's last step (the prefix of a run of `steps` steps). `params_json` is
+    `params` already rendered by `_ParamsJson` (the same bytes, made once per variant instead
+    of once per run)."""
+    if params_json is None:
+        identity: dict[str, object] = {
+            "plan": plan_hash,
+            "params": params,
+            "seed": seed,
+            "steps": steps,
+        }
+        if until is not None:
+            identity["until"] = until
+        payload = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    else:  # json.dumps's sorted keys: params, plan, seed, steps, until
+        payload = (
+            f'{{"params":{params_json},"plan":{json.dumps(plan_hash)},'
+            f'"seed":{json.dumps(seed)},"steps":{json.dumps(steps)}'
+            + (f',"until":{json.dumps(until)}' if until is not None else "")
+            + "}"
+        )
     digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
     slug = _UNSAFE.sub("-", prefix).strip("-.")[:48] or "run"
     return f"{slug}-s{seed}-{digest}"
+
+
+class _ParamsJson:
+    """Renders variants' parameters as `json.dumps(sort_keys=True)` does, from the control's
+    parameters rendered once: each variant only swaps in its overrides, so a plan of 10^4
+    factors does not serialize 10^4 x 10^4 values one by one."""
+
+    def __init__(self, base: dict[str, ParamValue]) -> None:
+        self._keys = sorted(base)
+        self._at = {key: i for i, key in enumerate(self._keys)}
+        self._pieces = [self._piece(key, base[key]) for key in self._keys]
+
+    @staticmethod
+    def _piece(key: str, value: ParamValue) -> str:
+        return f"{json.dumps(key)}:{json.dumps(value)}"
+
+    def render(self, variant: Variant) -> str | None:
+        """The variant's params as JSON, or None when an override is not a control key."""
+        pieces = self._pieces.copy()
+        for key, value in variant.overrides.items():
+            if key not in self._at:
+                return None
+            pieces[self._at[key]] = self._piece(key, value)
+        return "{" + ",".join(pieces) + "}"
 
 
 _PLANNED: dict[str, tuple[PlannedRun, ...]] = {}
@@ -165,52 +206,66 @@ def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
         plan.pilot.variants or [v.name for v in all_variants if v.category == "essential"]
     )
     pilot_names.add(CONTROL)  # the gate judges the pilot against the control: it always runs
-    steps, until = plan.workload.steps, plan.pilot_steps
+    length, until = plan.workload.steps, plan.pilot_steps
+    renderer = _ParamsJson(plan.control_params)
+    pilot_seeds = set(plan.pilot_seeds)  # a subset of `seeds` (the plan validates it)
 
-    def planned(variant: Variant, seed: int, phase: Phase, **fields: object) -> PlannedRun:
-        return PlannedRun.model_validate(
-            {
-                "variant": variant.name,
-                "factor": variant.factor,
-                "level": variant.level,
-                "seed": seed,
-                "category": variant.category,
-                "phase": phase,
-                "params": variant.params,
-                "length": steps,
-                **fields,
-            }
+    def planned(
+        variant: Variant,
+        seed: int,
+        phase: Phase,
+        identity: str,
+        steps: int,
+        start_step: int = 0,
+        pilot: str | None = None,
+        continues: str | None = None,
+    ) -> PlannedRun:
+        # model_construct: every value comes from the validated plan (see `variants`)
+        return PlannedRun.model_construct(
+            run_id=identity,
+            steps=steps,
+            start_step=start_step,
+            pilot=pilot,
+            continues=continues,
+            variant=variant.name,
+            factor=variant.factor,
+            level=variant.level,
+            seed=seed,
+            category=variant.category,
+            phase=phase,
+            params=variant.params,
+            length=length,
         )
 
-    def main_id(variant: Variant, seed: int) -> str:
-        return run_id(plan_hash, variant.params, seed, steps, variant.name)
-
-    pilots = [
-        planned(
-            variant,
-            seed,
-            "pilot",
-            run_id=run_id(plan_hash, variant.params, seed, steps, f"pilot-{variant.name}", until),
-            steps=until,
-            continues=main_id(variant, seed),
-        )
-        for variant in all_variants
-        if variant.name in pilot_names
-        for seed in plan.pilot_seeds
-    ]
-    pilot_of = {run.continues: run.run_id for run in pilots}
-    mains = []
+    pilots: list[PlannedRun] = []
+    mains: list[PlannedRun] = []
     for variant in all_variants:
+        rendered = renderer.render(variant)  # one variant's at a time: they add up to GBs
         for seed in plan.seeds:
-            identity = main_id(variant, seed)
-            pilot = pilot_of.get(identity)
+            identity = run_id(
+                plan_hash, variant.params, seed, length, variant.name, params_json=rendered
+            )
+            pilot = None
+            if variant.name in pilot_names and seed in pilot_seeds:
+                pilot = run_id(
+                    plan_hash,
+                    variant.params,
+                    seed,
+                    length,
+                    f"pilot-{variant.name}",
+                    until,
+                    params_json=rendered,
+                )
+                pilots.append(
+                    planned(variant, seed, "pilot", pilot, steps=until, continues=identity)
+                )
             mains.append(
                 planned(
                     variant,
                     seed,
                     "main",
-                    run_id=identity,
-                    steps=steps,
+                    identity,
+                    steps=length,
                     start_step=until if pilot else 0,
                     pilot=pilot,
                 )

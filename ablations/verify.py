@@ -13,7 +13,8 @@ What holds when there is no problem:
 - runs.csv and the ledger agree with the manifest; each checkpoint URI names the run's own
   step folder and, in a `file://` or `s3://` store, verifies and loads weights-only;
 - every accepted run's final model re-evaluates to its recorded metric within the tolerance;
-- no file holds a credential, and the manifest no absolute path into the folder or a temp dir.
+- no file holds a credential, and the manifest no absolute path into the folder or a temp dir;
+- the folder holds nothing unexpected at its top, no symbolic link, no leftover temporary.
 
 Nothing here imports Prefect; torch, pandas and optuna are imported when first needed.
 """
@@ -37,6 +38,7 @@ from ablations.verify_files import (
     scan_leftovers,
     scan_paths,
 )
+from ablations.verify_layout import scan_layout
 
 DEFAULT_TOLERANCE = 1e-6
 """Absolute difference allowed between a re-evaluated and the recorded metric, for a run that
@@ -100,7 +102,7 @@ def verify_folder(
         stores: dict[str, object] | None = {} if check_store else None
         for row in rows.values():
             problems, note = check_checkpoint(
-                row, plan, str(manifest["campaign_id"]), plan_hash, stores=stores
+                row, plan, str(manifest["campaign_id"]), plan_hash, stores=stores, out_dir=out_dir
             )
             add(problems)
             found.checkpoints += bool((row.get("checkpoint") or {}).get("uri"))
@@ -113,6 +115,7 @@ def verify_folder(
         found.notes.append("checkpoint stores not opened (--skip-store)")
     add(scan_credentials(out_dir))
     add(scan_leftovers(out_dir))
+    add(scan_layout(out_dir, plan.checkpoint.store if plan is not None else None))
     folders = [str(out_dir)]
     registration = _json_or_none(out_dir / "registration.json")
     if registration and isinstance(registration.get("out_dir"), str):

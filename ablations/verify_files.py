@@ -165,7 +165,7 @@ def scan_leftovers(out_dir: Path) -> list[Problem]:
     return [
         Problem(str(p.relative_to(out_dir)), "is a leftover temporary file of an interrupted write")
         for p in folder_files(out_dir)
-        if p.name.startswith(".") and p.name.endswith(".tmp")
+        if p.name.startswith(".") and p.name.endswith((".tmp", ".part"))
     ]
 
 
@@ -188,11 +188,11 @@ def scan_paths(manifest: dict[str, Any], folders: list[str]) -> list[Problem]:
     temporary = re.compile(re.escape(tempfile.gettempdir().rstrip("/")) + r"/tmp[\w.-]{6,}")
     problems = []
     for where, text in _strings(manifest, ""):
-        store_url = where.startswith("checkpoint_store") or where.endswith("checkpoint.uri")
+        store_url = where.startswith("checkpoint_store")  # the plan's, as the user wrote it
         inside = any(
             folder and (f"{folder}/" in text or text.endswith(folder)) for folder in folders
         )
-        if inside and not store_url:  # a store may live anywhere, the folder included
+        if inside and not store_url:  # checkpoint URIs into the folder are relative to it
             problems.append(
                 Problem("manifest.json", f"{where} holds an absolute path into the folder")
             )

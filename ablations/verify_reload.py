@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 import tempfile
@@ -90,12 +91,13 @@ def check_checkpoint(
     plan_hash: str,
     *,
     stores: dict[str, Any] | None,
+    out_dir: Path | None = None,
 ) -> tuple[list[Problem], str | None]:
     """The run's checkpoint URI names its own step folder; in a reachable store, it loads.
 
     `stores` caches the opened store per prefix (None: never open one); a store that cannot
     be listed is reported once, not once per run. Returns (problems, note); the note says
-    why a store was not opened (memory://)."""
+    why a store was not opened (memory://). A relative `file://` URI is inside `out_dir`."""
     uri = (row.get("checkpoint") or {}).get("uri")
     run_id = row["run_id"]
     owner = row.get("continues") or run_id  # a pilot saves in its main run's folder
@@ -135,7 +137,7 @@ def check_checkpoint(
 
     prefix = match["prefix"]
     if prefix not in stores:
-        stores[prefix] = _open(plan, prefix, campaign_id)
+        stores[prefix] = _open(plan, prefix, campaign_id, out_dir)
         if isinstance(stores[prefix], Problem):
             return [stores[prefix]], None
     store = stores[prefix]
@@ -151,12 +153,19 @@ def check_checkpoint(
     return [], None
 
 
-def _open(plan: Plan, prefix: str, campaign_id: str) -> Any:
+def _open(plan: Plan, prefix: str, campaign_id: str, out_dir: Path | None) -> Any:
     """The store at `prefix`, listed once (read-only) to know it answers; else a Problem."""
     from ablations.checkpoint import open_store
     from ablations.errors import StoreError
 
     section = plan.checkpoint.model_copy(update={"store": prefix})
+    if out_dir is not None:  # the folder's own store, wherever the folder is now
+        section = section.in_folder(str(out_dir))
+        scheme, _, path = section.store.partition("://")
+        if scheme == "file" and not os.path.isdir(path):
+            return Problem(
+                prefix, f"checkpoint store {path} does not exist (--skip-store skips it)"
+            )
     try:
         store = open_store(section, check=False, sdk_retries=1)
         store.keys(campaign_id)

@@ -18,6 +18,7 @@ import functools
 import importlib
 import multiprocessing as mp
 import os
+import signal
 import sys
 import threading
 import time
@@ -27,8 +28,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ablations.checkpoint.restart_verdict import Continuation
+from ablations.parent_watch import die_with_parent, exit_when_parent_goes
 from ablations.preflight import PreflightStart
 from ablations.process_warmup import preload_for_training, prepare_torch_process
+from ablations.progress import say
 from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots import SlotSpec
 
@@ -55,8 +58,16 @@ def _serve(
     cpu_threads: int,
     workload_entry: str | None,
     results: bool,
+    parent_pid: int,
+    signal_on_parent_death: bool,
 ) -> None:
     """The child's main loop: receive jobs, do them, send the results back as JSON."""
+    # Die with the campaign process, kill -9 included, even mid-run: nothing of a dead
+    # campaign trains on or writes the store. The signal only when the main thread started
+    # this child (it follows the starting thread); the pipe's hang-up in every case.
+    if signal_on_parent_death:
+        die_with_parent(signal.SIGKILL)
+    exit_when_parent_goes(conn, parent_pid)
     conn.send(prepare_torch_process(visible_devices, cpu_threads, workload_entry))
     preload_for_training()
     if results:
@@ -90,7 +101,10 @@ def _serve(
             except Exception as exc:  # the checking side reports it as a failed reload
                 conn.send(f"!{type(exc).__name__}: {exc}")
         else:
-            conn.send(run_spec(spec).model_dump_json())
+            try:
+                conn.send(run_spec(spec).model_dump_json())
+            except Exception as exc:  # the host failed the run (a full disk, a store down):
+                conn.send(f"!{type(exc).__name__}: {exc}")  # the workload's own are records
 
 
 def _write_outputs(out_dir: str) -> str:
@@ -135,6 +149,8 @@ class SlotWorker:
                 self.slot.cpu_threads,
                 self.warmup.workload_entry,
                 self.warmup.results,
+                os.getpid(),
+                threading.current_thread() is threading.main_thread(),
             ),
             name=f"ablate-slot-{self.slot.name}",
             daemon=True,
@@ -177,11 +193,23 @@ class SlotWorker:
             return False, None
 
     def run(self, spec: RunSpec) -> RunRecord:
-        """Execute one run on this slot; a crashed worker yields a `failed` record."""
+        """Execute one run on this slot. A worker that dies under it (not the workload raising:
+        that is a record) is replaced, and the run retried once from its last committed
+        checkpoint; a second death yields a `failed` record that a rerun retries."""
         started = time.time()
         reply = self._call("run", spec, None)
         if reply is None:
+            lost = self._crashed(spec, started)
+            say(f"  {spec.run_id}: {lost.error}; retrying once on a fresh worker")
+            reply = self._call("run", spec, None)
+        if reply is None:
             return self._crashed(spec, started)
+        if reply.startswith("!"):  # a rerun retries it, once the disk or store is back
+            error_type, _, message = reply[1:].partition(": ")
+            return RunRecord.failed(
+                spec, error_type, message, device=self.slot.device, slot=self.slot.name,
+                started_at=started, ended_at=time.time(),
+            )  # fmt: skip
         record = RunRecord.model_validate_json(reply)
         return record.model_copy(update={"slot": self.slot.name})
 

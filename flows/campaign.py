@@ -20,7 +20,8 @@ from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from ablations.campaign_phases import gate_decided, phase_runs, slot_warmup
-from ablations.campaign_state import registered_plan
+from ablations.campaign_state import registered_plan, remove_leftover_temporaries
+from ablations.folder_lock import hold_folder
 from ablations.plan_io import read_plan_text
 from ablations.progress import outcome, record_rows, say
 from ablations.records import RunRecord
@@ -52,7 +53,11 @@ def _run_phase(
     records = []
     for future in as_completed(futures):
         # A failed run's task state is Failed; its record is still the result, read as data.
-        record = cast(RunRecord, future.result(raise_on_failure=False))
+        # Anything else (a full disk, a lost store) is the task's exception: raise it.
+        result = future.result(raise_on_failure=False)
+        if isinstance(result, BaseException):
+            raise result
+        record = cast(RunRecord, result)
         records.append(record)
         done[0] += 1
         detail = outcome(record)
@@ -65,46 +70,16 @@ def _run_phase(
     return records
 
 
-@flow(
-    name="ablation-campaign",
-    flow_run_name=campaign_run_name,
-    task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]  # generic in stubs
-    persist_result=False,
-    log_prints=False,
-)
-def ablation_campaign(
-    plan_path: str = "",
-    plan_yaml: str = "",
-    out_dir: str = "ablate-out",
-    gate: Literal["plan", "auto", "ui"] = "plan",
-    devices: str = "",
-    pool: str = "",
-    heartbeat_timeout_s: float = 120.0,
+def _campaign(
+    plan_path: str,
+    plan_yaml: str,
+    out_dir: str,
+    gate: Literal["plan", "auto", "ui"],
+    devices: str,
+    pool: str,
+    heartbeat_timeout_s: float,
 ) -> str:
-    """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
-
-    Relative paths resolve against the working directory of the process that runs the flow:
-    for the deployment, the `ablate serve` process, not the machine of your browser.
-
-    Args:
-        plan_path: The plan's YAML file on the machine that runs the flow, e.g.
-            /data/plans/digits.yaml (a relative path resolves against the serving process's
-            working directory). Leave empty when the plan is pasted into plan_yaml.
-        plan_yaml: The plan itself, pasted as YAML; used instead of plan_path when given.
-        out_dir: The output folder (relative paths: against the serving process's working
-            directory). Running again with the same plan and folder resumes the campaign.
-        gate: Who decides after the pilot: plan (the plan's gate.mode), auto (the registered
-            policy), or ui (the run pauses for your answer in this UI; after the plan's
-            gate.timeout_minutes the policy decides).
-        devices: Overrides the plan's resources.devices: auto, a number of CPU slots, or
-            cuda:0,cuda:1. Empty: the plan's. With a pool: the pool's devices in all (auto:
-            its online workers).
-        pool: A Prefect process work pool whose workers run each run (deployment
-            variant/<pool>). Empty: the runs use this machine's devices.
-        heartbeat_timeout_s: With a pool: seconds without a run's heartbeat before its host
-            is presumed lost and the run is submitted again.
-    """
-    run_logger()  # progress lines also go to this run's logs in the UI
+    """The campaign flow's body, run while the flow holds the output folder's lock."""
     if not plan_yaml:
         if not plan_path:
             raise ValueError("give plan_path or plan_yaml")
@@ -174,3 +149,50 @@ def ablation_campaign(
     update_progress_artifact(progress, 100.0)  # type: ignore[arg-type]
     say(f"results: {manifest}")
     return manifest
+
+
+@flow(
+    name="ablation-campaign",
+    flow_run_name=campaign_run_name,
+    task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]  # generic in stubs
+    persist_result=False,
+    log_prints=False,
+)
+def ablation_campaign(
+    plan_path: str = "",
+    plan_yaml: str = "",
+    out_dir: str = "ablate-out",
+    gate: Literal["plan", "auto", "ui"] = "plan",
+    devices: str = "",
+    pool: str = "",
+    heartbeat_timeout_s: float = 120.0,
+) -> str:
+    """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
+
+    Relative paths resolve against the working directory of the process that runs the flow:
+    for the deployment, the `ablate serve` process, not the machine of your browser.
+
+    Args:
+        plan_path: The plan's YAML file on the machine that runs the flow, e.g.
+            /data/plans/digits.yaml (a relative path resolves against the serving process's
+            working directory). Leave empty when the plan is pasted into plan_yaml.
+        plan_yaml: The plan itself, pasted as YAML; used instead of plan_path when given.
+        out_dir: The output folder (relative paths: against the serving process's working
+            directory). Running again with the same plan and folder resumes the campaign.
+        gate: Who decides after the pilot: plan (the plan's gate.mode), auto (the registered
+            policy), or ui (the run pauses for your answer in this UI; after the plan's
+            gate.timeout_minutes the policy decides).
+        devices: Overrides the plan's resources.devices: auto, a number of CPU slots, or
+            cuda:0,cuda:1. Empty: the plan's. With a pool: the pool's devices in all (auto:
+            its online workers).
+        pool: A Prefect process work pool whose workers run each run (deployment
+            variant/<pool>). Empty: the runs use this machine's devices.
+        heartbeat_timeout_s: With a pool: seconds without a run's heartbeat before its host
+            is presumed lost and the run is submitted again.
+    """
+    run_logger()  # progress lines also go to this run's logs in the UI
+    # One writer per folder, also for a flow run launched from a deployment (`ablate run`
+    # already holds it in this process: then this is a no-op).
+    with hold_folder(Path(out_dir)):
+        remove_leftover_temporaries(Path(out_dir))  # an interrupted run's, never trusted
+        return _campaign(plan_path, plan_yaml, out_dir, gate, devices, pool, heartbeat_timeout_s)

@@ -6,6 +6,7 @@ tracebacks from a run that succeeded: a user must never see those (see PREFECT_N
 
 from __future__ import annotations
 
+import logging
 import os
 
 QUIET = {
@@ -21,3 +22,30 @@ def quiet_prefect() -> None:
     """Set the quiet defaults unless the user set them already."""
     for key, value in QUIET.items():
         os.environ.setdefault(key, value)
+
+
+class _ErrorsReportedByTheCommand(logging.Filter):
+    """Prefect's ERROR records of task and flow runs (a traceback each, once per task and
+    again for the flow) about the error `ablate run` itself reports in one line."""
+
+    def __init__(self, *, keep_lines: bool) -> None:
+        super().__init__()
+        self.keep_lines = keep_lines
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        if not self.keep_lines:
+            return False
+        record.exc_info, record.exc_text = None, None  # the line for the UI, no traceback
+        return True
+
+
+def quiet_run_failures(*, keep_lines: bool) -> None:
+    """Keep Prefect's tracebacks of a failed campaign off the terminal (the command prints
+    the cause in one line; ABLATE_DEBUG=1 shows everything). `keep_lines`: still send each
+    failure's one-line message (to a configured server's UI); else drop them entirely."""
+    if os.environ.get("ABLATE_DEBUG"):
+        return
+    for name in ("prefect.task_runs", "prefect.flow_runs"):
+        logging.getLogger(name).addFilter(_ErrorsReportedByTheCommand(keep_lines=keep_lines))

@@ -12,10 +12,8 @@ Nothing for the user to start or stop, as with Prefect's own ephemeral mode.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import importlib.util
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -27,11 +25,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ablations.parent_watch import PRCTL, die_with_parent
+from flows.server_database import prepare_database
+
 STARTUP_FAILED = 3
 """uvicorn's exit code when startup failed: the port taken between our probe and its bind,
 or the app itself (a database another Prefect version migrated, say)."""
-PR_SET_PDEATHSIG = 1
-"""prctl option: the signal a process gets when its parent dies (Linux)."""
 RELAUNCHES = 3
 """New ports tried when the port was taken."""
 LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -50,19 +49,6 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-# Looked up here, not in the forked child: between fork and exec the child should only call
-# what is already loaded (another thread may have held the loader's lock at the fork).
-_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
-
-
-def _die_with_parent() -> None:
-    """In the server's process before exec (Linux): SIGTERM it when the campaign process
-    dies, even by SIGKILL, so no orphaned server holds the database. (Strictly: when the
-    thread that started it ends; `ablate run` starts it from its main thread, first.)"""
-    if _PRCTL is not None:
-        _PRCTL(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _taken(port: int) -> bool:
@@ -90,6 +76,7 @@ class TemporaryServer:
         self._log = tempfile.TemporaryFile(mode="w+", prefix="ablate-server-")  # noqa: SIM115
         self._process: subprocess.Popen[bytes] | None = None
         self.port = 0
+        prepare_database()  # a new Prefect home gets the migrated database: no migrations
         self._launch()
         # After Prefect's own exit hooks (they flush events and logs to this server).
         atexit.register(self.stop)
@@ -109,7 +96,9 @@ class TemporaryServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._log,
-            preexec_fn=_die_with_parent if _PRCTL is not None else None,
+            # SIGTERM when the campaign process dies, even by SIGKILL: no orphaned server
+            # holds the database (`ablate run` starts it from its main thread, first).
+            preexec_fn=die_with_parent if PRCTL is not None else None,
         )
 
     @property

@@ -88,3 +88,25 @@ def test_plan_hash_changes_with_metric_values(threshold: float, effect: float) -
     demo_data["metric"].update(threshold=threshold, useful_effect=effect)
     changed = plan_hash(parse_plan(demo_data))
     assert (changed == base) == (threshold == 0.85 and effect == 0.01)
+
+
+def test_run_ids_rendered_per_variant_equal_the_plain_json_ones(demo_data: dict[str, Any]) -> None:
+    from ablations.plan import parse_plan, plan_hash
+    from ablations.variants import planned_runs, run_id
+
+    demo_data["workload"]["params"]["note"] = 'é "quoted"'  # escaping must match too
+    plan = parse_plan(demo_data)
+    digest = plan_hash(plan)
+    runs = planned_runs(plan, digest)
+    assert len(runs) > 10
+    for run in runs:
+        prefix = f"{'pilot-' if run.phase == 'pilot' else ''}{run.variant}"
+        until = run.steps if run.phase == "pilot" else None
+        assert run.run_id == run_id(digest, run.params, run.seed, run.length, prefix, until)
+
+
+def test_variant_names_are_the_variants_names(demo_data: dict[str, Any]) -> None:
+    from ablations.variants import variant_names
+
+    plan = parse_plan(demo_data)
+    assert variant_names(plan) == [v.name for v in variants(plan)]

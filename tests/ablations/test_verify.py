@@ -81,14 +81,19 @@ def test_check_entry_loads_each_kind_and_names_the_damage(tmp_path: Path) -> Non
     assert str(problem) == "manifest.json: run r: '../m.pt' is not a path inside the folder"
 
 
-def test_scan_paths_flags_the_folder_and_temporary_dirs_but_not_a_store() -> None:
+def test_scan_paths_flags_the_folder_and_temporary_dirs_but_not_a_store_outside() -> None:
     manifest = {
-        "runs": [{"checkpoint": {"uri": "file:///data/out/ckpt/c/r/step-00000001"}}],
+        "runs": [
+            {"checkpoint": {"uri": "file:///data/ckpt/c/r/step-00000001"}},
+            {"checkpoint": {"uri": "file:///data/out/ckpt/c/r/step-00000001"}},  # not portable
+        ],
+        "checkpoint_store": {"url": "file:///data/out/ckpt"},  # the plan's, as written
         "note": "/data/out/metrics/x.csv",
         "scratch": f"{tempfile.gettempdir()}/tmpab12cd34/x",
     }
     lines = [str(p) for p in scan_paths(manifest, ["/data/out"])]
     assert lines == [
+        "manifest.json: runs[1].checkpoint.uri holds an absolute path into the folder",
         "manifest.json: note holds an absolute path into the folder",
         "manifest.json: scratch holds a path into a temporary directory",
     ]

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from ablations.checkpoint.commit import COMMIT
 from ablations.records import RunSpec
 from ablations.slots import SlotSpec
 from ablations.worker import SlotWorker, Warmup
+from tests.ablations.checkpoint.conftest import make_spec
 from tests.ablations.checkpoint.workloads import CRASH_AT
 
 
@@ -41,10 +43,11 @@ def test_a_crashed_worker_fails_its_run_and_is_replaced(
         crashed = worker.run(_spec("a-s0-1", "tests.ablations.checkpoint.workloads:CrashingDigits"))
         assert crashed.status == "failed" and crashed.error is not None
         assert crashed.error.type == "WorkerCrashed" and "cpu#0" in crashed.error.message
+        assert crashed.error.cause == "infrastructure" and crashed.lost  # a rerun retries it
         assert crashed.slot == "cpu#0"
         healthy = worker.run(_spec("b-s0-2", "ablations.workloads.digits:DigitsWorkload"))
         assert healthy.status == "accepted" and healthy.steps_done == 20
-        assert healthy.slot == "cpu#0" and worker.restarts == 1
+        assert healthy.slot == "cpu#0" and worker.restarts == 2  # crashed, retried, crashed
     finally:
         worker.close()
 
@@ -60,3 +63,42 @@ def test_the_results_step_runs_in_the_worker_and_reports_its_failure(tmp_path: P
     finally:
         worker.close()
     assert not (tmp_path / "manifest.json").exists()
+
+
+def test_a_worker_lost_mid_run_is_retried_once_from_its_last_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = make_spec(f"file://{tmp_path}/ckpt", interval={"steps": 10}).model_copy(
+        update={"workload": "tests.ablations.checkpoint.workloads:CrashingDigits"}
+    )
+    commit = tmp_path / "ckpt" / "camp" / "run-a" / "step-00000020" / COMMIT
+    monkeypatch.setenv(CRASH_AT, f"25:{commit}:{tmp_path / 'crashed-once'}")
+    worker = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1))
+    try:
+        record = worker.run(spec)
+    finally:
+        worker.close()
+    assert record.status == "accepted" and record.steps_done == 40, record.error
+    assert record.checkpoint.resumed_from_step == 20 and worker.restarts == 1
+    assert "run-a: WorkerCrashed: the worker process of slot cpu#0 died" in capsys.readouterr().out
+
+
+def test_a_lost_run_is_not_finished_but_a_workload_failure_is(tmp_path: Path) -> None:
+    from ablations.campaign_state import load_record, save_record
+    from ablations.progress import outcome
+    from ablations.records import RunError, RunRecord
+
+    spec = _spec("lost-s0-1", "x:Y")
+    lost = RunRecord.failed(spec, "WorkerCrashed", "the worker process of slot cpu#0 died")
+    save_record(tmp_path, lost)
+    assert load_record(tmp_path, lost.run_id) is None  # a rerun retries it
+    assert outcome(lost).startswith("WorkerCrashed: the worker process of slot cpu#0 died")
+    raised = lost.model_copy(
+        update={"run_id": "raised-s0-1", "error": RunError(type="ValueError", message="bad")}
+    )
+    save_record(tmp_path, raised)
+    assert load_record(tmp_path, raised.run_id) == raised  # same code, same failure
+    assert outcome(raised) == "ValueError: bad"
+    older = lost.model_dump(mode="json")
+    del older["error"]["cause"]  # a record written before causes were recorded
+    assert RunRecord.model_validate(older).lost

@@ -10,10 +10,12 @@ is never loaded, and every run's metrics equal the uninterrupted campaign's exac
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
+from ablations.verify import verify_folder
 from tests.faults.conftest import Campaign, fault_plan, kill_when, log_text
 
 pytestmark = pytest.mark.slow
@@ -90,3 +92,19 @@ def test_four_kills_then_the_same_results_as_an_uninterrupted_campaign(tmp_path:
     assert isinstance(step, int) and step > 0 and step % 50 == 0, resumed
     gate = json.loads((killed.out / "gate.json").read_text())
     assert gate["source"] == "timeout"  # asked again after the kill, then the policy applied
+    # Nothing an interrupted invocation left behind is trusted or left over: the folder verifies.
+    assert [str(p) for p in verify_folder(killed.out).problems] == []
+
+    # The reference folder is portable: moved, it verifies against its own (relative) store;
+    # a copy without that store fails, naming it, instead of reading the original's.
+    moved = tmp_path / "moved"
+    reference.out.rename(moved)
+    manifest_text = (moved / "manifest.json").read_text()
+    assert str(reference.out) not in manifest_text and '"file://ckpt/' in manifest_text
+    assert [str(p) for p in verify_folder(moved).problems] == []
+    copy = tmp_path / "copy"
+    shutil.copytree(moved, copy)
+    shutil.rmtree(copy / "ckpt")
+    lines = [str(p) for p in verify_folder(copy).problems]
+    assert lines == [f"file://ckpt: checkpoint store {copy / 'ckpt'} does not exist "
+                     "(--skip-store skips it)"], lines  # fmt: skip

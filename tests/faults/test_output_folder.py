@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -82,4 +83,61 @@ def test_disk_full_while_recording_a_run_keeps_the_old_record_whole(
     with pytest.raises(OSError):
         atomic_write_text(tmp_path / "records" / "new-s0-1111111111.json", "{}")
     assert load_record(tmp_path, "new-s0-1111111111") is None  # no half record: not finished
+    _no_temp_files(tmp_path)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 600 KiB tmpfs (root only; skipped elsewhere): the campaign fills it mid-way."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(disk)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_with_one_line_and_a_rerun_after_freeing_space_verifies(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    from ablations.verify import verify_folder
+    from tests.faults.conftest import Campaign, fault_plan
+
+    campaign = Campaign(small_disk / "c", fault_plan(), tmp_path / "prefect-home")
+    full = campaign.run()
+    output = full.stdout + full.stderr
+    assert full.returncode == 1, output
+    assert "Traceback" not in output and "internal error" not in output
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "No space left on device" in errors[0], output
+    assert "rerun the same command" in errors[0]
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    rerun = campaign.run()
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert [str(p) for p in verify_folder(campaign.out).problems] == []
+
+
+def test_an_os_error_is_one_line_and_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ablations import cli
+
+    def full(args: object) -> int:
+        atomic_write_text(tmp_path / "records" / "r.json", "{}")
+        return 0
+
+    _disk_full_for(monkeypatch, "r.json")
+    monkeypatch.setitem(cli._COMMANDS, "validate", full)
+    monkeypatch.delenv("ABLATE_DEBUG", raising=False)
+    assert cli.main(["validate", "plan.yaml"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"error: No space left on device: {tmp_path / 'records' / 'r.json'}.")
     _no_temp_files(tmp_path)

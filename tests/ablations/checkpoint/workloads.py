@@ -12,7 +12,17 @@ from typing import Any
 from ablations.workloads.digits import DigitsWorkload
 
 CRASH_AT = "ABLATE_TEST_CRASH_AT"
-"""`STEP:PATH`: at STEP, wait for the file PATH (a commit record), then SIGKILL the process."""
+"""`STEP:PATH[:ONCE]`: at STEP, wait for the file PATH (a commit record), then SIGKILL the
+process; with ONCE, only the process that creates the file ONCE does (a lost worker whose
+retry goes on)."""
+
+
+def _claim(marker: Path) -> bool:
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
 
 
 class CrashingDigits(DigitsWorkload):
@@ -20,10 +30,12 @@ class CrashingDigits(DigitsWorkload):
 
     def train_step(self, step: int) -> Any:
         crash = os.environ.get(CRASH_AT)
-        if crash and step == int(crash.partition(":")[0]):
-            commit = Path(crash.partition(":")[2])
+        at, _, rest = (crash or "").partition(":")
+        commit, _, once = rest.partition(":")
+        if crash and step == int(at) and (not once or _claim(Path(once))):
+            committed = Path(commit)
             deadline = time.monotonic() + 30
-            while not commit.exists() and time.monotonic() < deadline:
+            while not committed.exists() and time.monotonic() < deadline:
                 time.sleep(0.01)
             os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no atexit: a preemption
         return super().train_step(step)

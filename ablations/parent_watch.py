@@ -1,0 +1,50 @@
+"""Child processes that die with the campaign process, even when it is killed with SIGKILL.
+
+Two independent watches, because either alone has a gap: Linux's parent-death signal
+(`prctl(PR_SET_PDEATHSIG)`) arrives at once but follows the *thread* that started the child,
+and is Linux-only; the end of the pipe to the parent (EOF, seen by a watcher thread while the
+child is busy training) works everywhere but only for children that hold such a pipe.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import signal
+import sys
+import threading
+from multiprocessing.connection import Connection
+
+PR_SET_PDEATHSIG = 1
+"""prctl option: the signal a process gets when its parent dies (Linux)."""
+# Looked up at import, not in a forked child: between fork and exec a child should only call
+# what is already loaded (another thread may have held the loader's lock at the fork).
+PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+_HANGUP = getattr(select, "POLLRDHUP", 0) | select.POLLHUP | select.POLLERR
+_WATCH_SECONDS = 0.2
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """Ask the kernel to send `sig` to this process when its parent (strictly: the parent's
+    thread that started it) dies. A no-op off Linux. Safe between fork and exec."""
+    if PRCTL is not None:
+        PRCTL(PR_SET_PDEATHSIG, sig)
+
+
+def exit_when_parent_goes(conn: Connection, parent_pid: int) -> None:
+    """In a child: exit at once (status 1, no cleanup: a run's half-written checkpoint has no
+    commit marker and is never loaded) when the pipe to the parent hangs up or the parent is
+    gone, checked by a daemon thread while the main thread works."""
+    if os.getppid() != parent_pid:  # it died before the watch began
+        os._exit(1)
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(conn.fileno(), _HANGUP)
+        while True:
+            hangup = any(event & _HANGUP for _, event in poller.poll(_WATCH_SECONDS * 1000))
+            if hangup or os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()

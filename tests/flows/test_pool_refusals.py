@@ -1,0 +1,31 @@
+"""`ablate run --pool` with a pool the server does not know: exit 2 in seconds, nothing written."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ablations.cli import main
+from tests.flows.conftest import plan_text
+
+
+def test_an_unknown_pool_exits_2_naming_it_within_seconds(
+    prefect_server: None,
+    tmp_path: Path,
+    tiny_plan: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tiny_plan["checkpoint"]["store"] = f"file://{tmp_path / 'store'}"
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(plan_text(tiny_plan))
+    out = tmp_path / "out"
+    started = time.monotonic()
+    code = main(["run", str(plan), "--out", str(out), "--pool", "no-such-pool"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "no such work pool" in err and "no-such-pool" in err
+    assert time.monotonic() - started < 10
+    assert not out.exists()
