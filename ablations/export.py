@@ -116,6 +116,11 @@ def environment(records: list[RunRecord]) -> dict[str, Any]:
         "prefect": _installed("prefect"),
         "cuda": ", ".join(cuda_versions) or None,
         "devices": sorted({e.device_name for e in seen}) or ["cpu"],
+        **(
+            {"data_sha256": data}
+            if (data := sorted({e.data_sha256 for e in seen if e.data_sha256}))
+            else {}
+        ),
     }
 
 

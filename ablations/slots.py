@@ -89,8 +89,31 @@ def threads_per_core(siblings: Path = SIBLINGS) -> int:
     return max(1, count)
 
 
-def plan_slots(resources: ResourcesSection, devices_override: str | None = None) -> list[SlotSpec]:
-    """The slots for a campaign: from the plan's `resources`, or a `--devices` override."""
+def per_device(
+    resources: ResourcesSection, device: str, probe_peak: int | None, margin: float
+) -> int:
+    """Slots on `device`: the plan's number, or for `auto` what the probe's peak fits on the
+    card (1 without a probe, and on CPU, where slots follow the cores)."""
+    if resources.slots_per_device != "auto":
+        return resources.slots_per_device
+    if probe_peak is None or not device.startswith("cuda:"):
+        return 1
+    import torch  # a CUDA device is listed, so torch is imported already (cuda_device_count)
+
+    from ablations.probe import slots_that_fit
+
+    total = torch.cuda.get_device_properties(int(device.split(":")[1])).total_memory
+    return slots_that_fit(total, probe_peak, margin, resources.max_slots_per_device)
+
+
+def plan_slots(
+    resources: ResourcesSection,
+    devices_override: str | None = None,
+    probe_peak: int | None = None,
+    margin: float = 0.2,
+) -> list[SlotSpec]:
+    """The slots for a campaign: from the plan's `resources`, or a `--devices` override.
+    `probe_peak` (bytes, from `ablate probe`) sizes `slots_per_device: auto`."""
     devices: object = resources.devices
     if devices_override is not None:
         devices = _parse_override(devices_override)
@@ -114,14 +137,14 @@ def plan_slots(resources: ResourcesSection, devices_override: str | None = None)
                 f"resources.devices: {missing} not present (this machine has {available} CUDA "
                 "devices); use 'auto' or a number of CPU slots"
             )
-    per_device = resources.slots_per_device
-    cpu_total = sum(1 for d in device_list if not d.startswith("cuda")) * per_device
+    counts = [per_device(resources, d, probe_peak, margin) for d in device_list]
+    cpu_total = sum(k for d, k in zip(device_list, counts, strict=True) if not d.startswith("cuda"))
     threads = max(1, cores // max(1, cpu_total))
     slots: list[SlotSpec] = []
-    for index, device in enumerate(device_list):
+    for index, (device, count) in enumerate(zip(device_list, counts, strict=True)):
         base = device if device.startswith("cuda:") else f"cpu#{index}"
-        for k in range(per_device):
-            name = base if per_device == 1 else f"{base}#{k}"
+        for k in range(count):
+            name = base if count == 1 else f"{base}#{k}"
             plain = "cpu" if device.startswith("cpu") else device
             slots.append(SlotSpec(name=name, device=plain, cpu_threads=threads))
     return slots
