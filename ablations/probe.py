@@ -295,3 +295,12 @@ def dumps(result: ProbeResult) -> str:
     payload["peak_bytes"] = result.peak_bytes
     payload["memory_class_gb"] = result.memory_class()
     return json.dumps(payload, indent=2)
+
+
+def peak_for_slots(plan: Plan, plan_path: Path | None) -> int | None:
+    """The probed peak (bytes) that `slots_per_device: auto` packs cards with; None when
+    the plan does not ask for it or has no probe result."""
+    if plan.resources.slots_per_device != "auto":
+        return None
+    result = for_plan(plan, plan_path)
+    return None if result is None else result.planned_peak_bytes

@@ -13,12 +13,12 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import torch
-
-from ablations.memory import PhaseMemory
 from ablations.records import MemoryPeak, Record, RunError, RunSpec
-from ablations.workload import load_workload
+
+if TYPE_CHECKING:
+    import torch
 
 BATCH_PARAM = "batch_size"
 """The workload param the probe varies (the built-in workloads' name for it)."""
@@ -59,6 +59,8 @@ class ProbePoint(Record):
 
 def probe_groups(entry: str, params: Mapping[str, object]) -> dict[str, dict[str, object]]:
     """The workload's input groups as param overrides (`all`: none, without `probe_groups`)."""
+    from ablations.workload import load_workload
+
     factory = load_workload(entry)
     groups = getattr(factory, "probe_groups", None)
     return dict(groups(params)) if callable(groups) else {"all": {}}
@@ -82,9 +84,13 @@ def probe_variant(spec: RunSpec, batch_sizes: list[int], steps: int) -> list[Pro
 
 def measure(spec: RunSpec, steps: int, group: str) -> ProbePoint:
     """Build, train, evaluate and checkpoint once; the phase that raised is named."""
+    import torch
+
     from ablations.checkpoint.state import capture
     from ablations.driver import seed_everything
     from ablations.hooks import RunHistory
+    from ablations.memory import PhaseMemory
+    from ablations.workload import load_workload
 
     device = torch.device(spec.device)
     memory = PhaseMemory(device)
@@ -140,9 +146,13 @@ def measure(spec: RunSpec, steps: int, group: str) -> ProbePoint:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
+    import torch
+
     return isinstance(exc, torch.OutOfMemoryError | MemoryError) or "out of memory" in str(exc)
 
 
 def _sync(device: torch.device) -> None:
+    import torch
+
     if device.type == "cuda":
         torch.cuda.synchronize(device)

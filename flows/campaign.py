@@ -26,6 +26,7 @@ from ablations.campaign_phases import gate_decided, phase_runs, slot_warmup
 from ablations.campaign_state import registered_plan
 from ablations.gate import GateDecision, apply_answer
 from ablations.plan_io import read_plan_text
+from ablations.probe import peak_for_slots
 from ablations.progress import record_rows, say
 from ablations.records import RunRecord
 from ablations.remote_runs import PoolSettings, open_pool, pool_slots, require_shared_store
@@ -146,8 +147,9 @@ def ablation_campaign(
     if pool is not None:
         require_shared_store(plan.checkpoint)
         remote = PoolSettings(pool, heartbeat_timeout_s=heartbeat_timeout_s)
+    peak = peak_for_slots(plan, Path(plan_path) if plan_path is not None else None)
     slots = (
-        plan_slots(plan.resources, devices)
+        plan_slots(plan.resources, devices, peak, plan.probe.margin)
         if remote is None
         else pool_slots(remote, plan.resources, devices)
     )

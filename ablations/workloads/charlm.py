@@ -8,8 +8,8 @@ run on a different Python is visible in the manifest.
 
 - vocabulary: the 256 byte values; metrics `val_loss` (nats per byte, minimize) and
   `bits_per_byte` (the same in bits);
-- held-out split by file, fixed by the file's path (never the run's seed): about one file in
-  ten, and no file is on both sides;
+- held-out split by file, fixed by the file's content digest (never the run's seed): about
+  one file in ten; no file, and no identical copy of one, is on both sides (`check_data`);
 - training batches: windows of `seq_len + 1` bytes cut at fixed offsets from the training files
   joined by a NUL byte, in an order a CPU generator shuffles once per epoch. The generator, the
   permutation and the cursor are the workload's state, so a checkpoint resumes mid-epoch;
@@ -36,7 +36,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ablations.plan_sections import ParamValue
-from ablations.workload import Evaluation, InputGroup, InputReport
+from ablations.workload import DataProblem, Evaluation, InputGroup, InputReport
 
 CORPUS_BYTES = 2_000_000
 """Default cap on the corpus: whole files in sorted order while the total stays under it."""
@@ -75,9 +75,10 @@ def stdlib_root() -> Path:
     return Path(sysconfig.get_paths()["stdlib"])
 
 
-def is_heldout(relative_path: str) -> bool:
-    """Whether a file is on the held-out side: fixed by its path, the same for every run."""
-    return hashlib.sha256(relative_path.encode()).digest()[0] % HELDOUT_EVERY == 0
+def is_heldout(data: bytes) -> bool:
+    """Whether a file is on the held-out side: fixed by its content's digest, the same for
+    every run, and identical copies (two equal `__init__.py`) always land on the same side."""
+    return hashlib.sha256(data).digest()[0] % HELDOUT_EVERY == 0
 
 
 @cache
@@ -96,12 +97,14 @@ def load_corpus(cap: int = CORPUS_BYTES, root: str | None = None) -> Corpus:
     total = 0
     for path in paths:
         data = path.read_bytes()
+        if not data:
+            continue  # empty files (many `__init__.py`) hold nothing to learn
         if total + len(data) > cap:
             break
         name = path.relative_to(base).as_posix()
         total += len(data)
         digest.update(name.encode() + b"\0" + data + b"\0")
-        (heldout if is_heldout(name) else train).append((name, data))
+        (heldout if is_heldout(data) else train).append((name, data))
     if not train or not heldout:
         raise ValueError(
             f"corpus_bytes={cap} selects {len(train)} training and {len(heldout)} held-out "
@@ -299,6 +302,30 @@ class CharLMWorkload:
         return InputReport(
             groups={"train": group(self.corpus.train), "heldout": group(self.corpus.heldout)}
         )
+
+    def check_data(self) -> list[DataProblem]:
+        """Leakage by path or by identical content, and empty sides (ids: sorted file order)."""
+        ids = {
+            name: i
+            for i, name in enumerate(sorted(n for n, _ in self.corpus.train + self.corpus.heldout))
+        }
+        problems: list[DataProblem] = []
+        train_names = {name for name, _ in self.corpus.train}
+        both = sorted(name for name, _ in self.corpus.heldout if name in train_names)
+        if both:
+            problems.append(DataProblem("leakage", "files on both sides", [ids[n] for n in both]))
+        train_digests = {hashlib.sha256(data).digest() for _, data in self.corpus.train}
+        copies = [n for n, d in self.corpus.heldout if hashlib.sha256(d).digest() in train_digests]
+        if copies:
+            problems.append(
+                DataProblem(
+                    "duplicates", "held-out files with a copy in training", [ids[n] for n in copies]
+                )
+            )
+        for side, files in (("train", self.corpus.train), ("heldout", self.corpus.heldout)):
+            if not files:
+                problems.append(DataProblem("empty_split", f"no {side} files"))
+        return problems
 
     def data_sha256(self) -> str:
         """The corpus digest, recorded in the run environment."""
