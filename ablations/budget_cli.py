@@ -123,10 +123,10 @@ def _budget(args: argparse.Namespace) -> int:
                 'give a plan file, or figures: --gpu "RTX 4090" --hours H [--lots N] '
                 "[--days D] [--accepted K]"
             )
-        if args.records is not None or args.probe is not None:
-            raise BudgetError(
-                "--records and --probe read a campaign of a plan: give the plan file too"
-            )
+        if args.records is not None:
+            raise BudgetError("--records reads a campaign of a plan: give the plan file too")
+        if args.probe is not None:
+            raise BudgetError("--probe reads a probe of a plan: give the plan file too")
         catalog = Catalog()
         package = catalog.resolve(
             PackageSection(gpu=args.gpu, lots=args.lots, days=args.days, price_usd=args.price)
