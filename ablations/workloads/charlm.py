@@ -26,6 +26,7 @@ import math
 import os
 import sysconfig
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -34,6 +35,7 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ablations.plan_sections import ParamValue
 from ablations.workload import DataProblem, Evaluation, InputGroup, InputReport
@@ -132,9 +134,13 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
         shape = (b, t, self.n_head, c // self.n_head)
         q, k, v = (z.view(shape).transpose(1, 2) for z in (q, k, v))
-        attn = F.scaled_dot_product_attention(
-            q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True
-        )
+        # Fused attention kernels' backward passes may accumulate in any order; with
+        # deterministic algorithms on (bitwise resume checks) the math kernel is used.
+        exact = torch.are_deterministic_algorithms_enabled() and x.is_cuda
+        with sdpa_kernel(SDPBackend.MATH) if exact else nullcontext():
+            attn = F.scaled_dot_product_attention(
+                q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True
+            )
         x = x + self.drop(self.proj(attn.transpose(1, 2).reshape(b, t, c)))
         return x + self.drop(self.mlp(self.ln2(x)))
 
@@ -253,7 +259,12 @@ class CharLMWorkload:
     def _loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
             logits = self.model(x)
-        return F.cross_entropy(logits.float().reshape(-1, 256), y.reshape(-1))
+        logits = logits.float().reshape(-1, 256)
+        if torch.are_deterministic_algorithms_enabled() and logits.is_cuda:
+            # nll_loss's CUDA kernels accumulate with atomics; one-hot is elementwise + sums.
+            picked = F.log_softmax(logits, dim=-1) * F.one_hot(y.reshape(-1), 256)
+            return -picked.sum(dim=-1).mean()
+        return F.cross_entropy(logits, y.reshape(-1))
 
     def train_step(self, step: int) -> torch.Tensor:
         self.model.train()
