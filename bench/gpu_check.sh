@@ -13,7 +13,8 @@
 # against a synchronous save (goal <= 0.2x); (e) kill and resume of a run, final metrics
 # bitwise equal with deterministic algorithms, or the difference; (f) `ablate verify` of both
 # campaign folders; (g) `pytest -m gpu`. Environment: VENV (default .venv-gpu, or an existing
-# .venv with --cpu), PYTHON (the interpreter to look for torch in), LIMIT (seconds per part).
+# .venv with --cpu), PYTHON (the interpreter to look for torch in), LIMIT (seconds per part),
+# BUDGET (seconds in all, 470: a part that would start after it is reported NOT RUN).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to the folder for the figures}"
@@ -27,9 +28,14 @@ START=$SECONDS
 FAILED=0
 note() { echo "$*" | tee -a "$SUMMARY"; }
 die() { note "FATAL: $*"; note "stopped after $((SECONDS - START)) s"; exit 1; }
+BUDGET=${BUDGET:-$([[ $MODE == gpu ]] && echo 470 || echo 1500)}  # the device session: 8 min
 part() {  # part NAME LIMIT COMMAND...: run one part under a time limit, log its verdict
   local name=$1 limit=$2; shift 2
-  local t0=$SECONDS
+  local t0=$SECONDS left=$((BUDGET - (SECONDS - START)))
+  if [[ $left -lt 20 ]]; then
+    FAILED=1; note "NOT RUN $name: the ${BUDGET} s budget is spent"; return
+  fi
+  [[ $limit -gt $left ]] && limit=$left
   echo "=== $name (limit ${limit}s, at $((SECONDS - START)) s)"
   timeout --kill-after=10 "$limit" "$@"
   local rc=$?
@@ -69,7 +75,7 @@ else
 fi
 PY="$VENV/bin/python"
 ABLATE="$VENV/bin/ablate"
-export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1
+export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1 PYTHONUNBUFFERED=1
 "$PY" - <<'EOF' | tee -a "$SUMMARY" || die "torch does not import in $VENV"
 import torch
 cuda = torch.cuda.is_available()
@@ -78,10 +84,10 @@ print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, cards {torch.cuda.
 EOF
 if [[ $MODE == gpu ]]; then
   has_cuda_torch "$PY" || die "no CUDA device visible to torch in $VENV: this script checks CUDA paths (use --cpu to try it without a card)"
-  DEV=cuda:0; SIZE=gpu; STEPS=300; LIMIT=${LIMIT:-150}
-  KR=(--steps 300 --every 50 --kill-after 150 --params '{"n_layer": 4, "n_embd": 256, "n_head": 4, "block_size": 256, "batch_size": 64}')
-  OVERHEAD=(--workload charlm --steps 300 --repeats 5 --params '{"n_layer": 4, "n_embd": 256, "n_head": 4, "block_size": 256, "batch_size": 64}')
-  STALL=(--workload charlm --saves 5 --params '{"n_layer": 6, "n_embd": 512, "n_head": 8, "block_size": 256, "batch_size": 64}')
+  DEV=cuda:0; SIZE=gpu; STEPS=200; LIMIT=${LIMIT:-120}
+  KR=(--steps 200 --every 50 --kill-after 100 --params '{"n_layer": 4, "n_embd": 256, "n_head": 4, "block_size": 256, "batch_size": 64}')
+  OVERHEAD=(--workload charlm --steps 200 --repeats 3 --params '{"n_layer": 4, "n_embd": 256, "n_head": 4, "block_size": 256, "batch_size": 64}')
+  STALL=(--workload charlm --saves 4 --params '{"n_layer": 4, "n_embd": 384, "n_head": 6, "block_size": 256, "batch_size": 64}')
 else
   DEV=cpu; SIZE=cpu; STEPS=40; LIMIT=${LIMIT:-300}
   KR=(--steps 40 --every 10 --kill-after 20 --params '{"n_layer": 1, "n_embd": 32, "n_head": 2, "block_size": 32}')
@@ -94,7 +100,9 @@ for k in 1 2; do
   "$PY" bench/gpu_campaign.py plan --slots $k --size $SIZE --steps $STEPS --out "$OUT/plan-$k.yaml" \
     || die "could not write the charlm plans"
 done
-part "a probe" "$LIMIT" "$ABLATE" probe "$OUT/plan-1.yaml" --devices "$DEV" --out "$OUT/probe"
+PROBE_ARGS=()
+[[ $MODE == cpu ]] && PROBE_ARGS=(--variants control)  # short: one variant's 12 points
+part "a probe" "$LIMIT" "$ABLATE" probe "$OUT/plan-1.yaml" --devices "$DEV" --out "$OUT/probe" "${PROBE_ARGS[@]}"
 if [[ -f "$OUT/probe/probe.json" ]]; then
   "$PY" - "$OUT" <<'EOF' | tee -a "$SUMMARY"
 import sys
