@@ -117,7 +117,7 @@ auto = plan.resources.model_copy(update={"slots_per_device": "auto"})
 slots = plan_slots(auto, None, probe.planned_peak_bytes, plan.probe.margin)
 print(f"probe: peak {probe.peak_bytes / 2**20:.0f} MiB ({probe.memory_source}), class {probe.memory_class()} GB, "
       f"largest safe batch {probe.largest_safe_batch()}, {probe.seconds:.1f} s; "
-      f"slots_per_device auto -> {len(slots)} slot(s): {[s.name for s in slots]}")
+      f"slots_per_device auto -> {[s.name for s in slots]}")
 EOF
   "$ABLATE" plan "$OUT/plan-1.yaml" --probe "$OUT/probe/probe.json" | tail -1 | tee -a "$SUMMARY"
 fi
@@ -134,9 +134,10 @@ done
 # --- (c) driver overhead, (d) checkpoint stall, (e) kill and resume --------------------------
 part "c driver overhead" "$LIMIT" bash -c "'$PY' bench/driver_overhead.py --device $DEV ${OVERHEAD[*]@Q} | tee '$OUT/driver_overhead.txt'"
 part "d checkpoint stall" "$LIMIT" bash -c "'$PY' bench/checkpoint_stall.py --device $DEV ${STALL[*]@Q} | tee '$OUT/checkpoint_stall.txt'"
-part "e kill and resume" "$LIMIT" "$PY" bench/kill_resume.py --device "$DEV" "${KR[@]}" --out "$OUT/kill-resume"
-grep -h "kill and resume\|FAIL" "$OUT/gpu_check.log" | tail -1 >> "$SUMMARY"
-tail -1 "$OUT/driver_overhead.txt" "$OUT/checkpoint_stall.txt" 2>/dev/null | grep -v '^==' | grep . >> "$SUMMARY"
+part "e kill and resume" "$LIMIT" bash -c "'$PY' bench/kill_resume.py --device $DEV ${KR[*]@Q} --out '$OUT/kill-resume' | tee '$OUT/kill_resume.txt'"
+for figures in driver_overhead checkpoint_stall kill_resume; do
+  [[ -s "$OUT/$figures.txt" ]] && tail -n 1 "$OUT/$figures.txt" >> "$SUMMARY"
+done
 
 # --- (f) verify, (g) GPU tests ----------------------------------------------------------------
 for k in 1 2; do
