@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -98,12 +99,26 @@ def per_device(
         return resources.slots_per_device
     if probe_peak is None or not device.startswith("cuda:"):
         return 1
-    import torch  # a CUDA device is listed, so torch is imported already (cuda_device_count)
-
     from ablations.probe import slots_that_fit
 
-    total = torch.cuda.get_device_properties(int(device.split(":")[1])).total_memory
+    total = card_memory(int(device.split(":")[1]))
     return slots_that_fit(total, probe_peak, margin, resources.max_slots_per_device)
+
+
+def card_memory(index: int) -> int:
+    """Total memory of CUDA device `index` in bytes: from nvidia-smi, so the campaign process
+    never initializes CUDA (a context there would take memory from the runs); else torch."""
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        query = [smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits", f"-i={index}"]
+        try:
+            done = subprocess.run(query, capture_output=True, text=True, timeout=30, check=True)
+            return int(float(done.stdout.strip().splitlines()[0]) * 2**20)  # MiB
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+            pass
+    import torch
+
+    return int(torch.cuda.get_device_properties(index).total_memory)
 
 
 def plan_slots(

@@ -19,7 +19,7 @@ from ablations.hooks import RunHistory
 from ablations.plan_sections import ResourcesSection
 from ablations.probe_point import probe_variant
 from ablations.records import RunSpec
-from ablations.slots import SlotSpec, plan_slots
+from ablations.slots import SlotSpec, card_memory, plan_slots
 from ablations.worker import SlotWorker
 from ablations.workloads.charlm import CharLMWorkload
 
@@ -50,12 +50,9 @@ def test_charlm_runs_on_the_card(precision: str) -> None:
     assert record.environment is not None and record.environment.cuda
     assert record.memory["train"].reserved >= record.memory["train"].allocated > 0
     if precision == "bf16":
-        workload = CharLMWorkload.build(record_params(precision), seed=0, device=CUDA, steps=5)
+        params = {**SMALL, "precision": precision}
+        workload = CharLMWorkload.build(params, seed=0, device=CUDA, steps=5)
         assert workload.autocast == torch.cuda.is_bf16_supported()
-
-
-def record_params(precision: str) -> dict[str, Any]:
-    return {**SMALL, "precision": precision}
 
 
 def test_resume_on_the_card_is_bitwise_with_deterministic_algorithms() -> None:
@@ -108,6 +105,7 @@ def test_slot_worker_sees_its_one_card() -> None:
 
 def test_auto_slots_follow_the_card_memory() -> None:
     total = torch.cuda.get_device_properties(0).total_memory
+    assert abs(card_memory(0) - total) < 2**30  # nvidia-smi's figure, in MiB
     auto = ResourcesSection(devices=["cuda:0"], slots_per_device="auto", max_slots_per_device=8)
     assert len(plan_slots(auto, probe_peak=total // 100)) == 8  # a tiny run: the cap
     assert len(plan_slots(auto, probe_peak=total)) == 1  # never zero
