@@ -74,3 +74,11 @@ def test_run_environment_records_the_corpus_digest() -> None:
     assert record.environment is not None
     assert record.environment.data_sha256 == load_corpus(300_000).sha256
     assert set(record.metrics) == {"val_loss", "bits_per_byte"}
+
+
+def test_truncated_files_are_reported_per_split() -> None:
+    whole = build(TINY, 5).input_report().groups
+    cut = build({**TINY, "max_file_bytes": 2000}, 5).input_report().groups
+    assert whole["heldout"].truncated == whole["train"].truncated == 0
+    assert 0 < cut["heldout"].truncated <= cut["heldout"].seen == whole["heldout"].seen
+    assert 0 < cut["train"].truncated <= cut["train"].seen
