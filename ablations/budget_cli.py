@@ -83,6 +83,13 @@ def add_budget_parser(sub: Any) -> None:
     p.add_argument(
         "--accepted", type=_non_negative_int, metavar="K", help="accepted results, for cost/K"
     )
+    p.add_argument(
+        "--probe",
+        type=Path,
+        metavar="FILE",
+        help="probe.json whose step times replace the plan's estimate (default: beside the "
+        "plan, or the plan's probe.result); the pilot's records still come first",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -105,7 +112,11 @@ def _budget(args: argparse.Namespace) -> int:
             from ablations.campaign_state import load_records
 
             records = list(load_records(args.records).values())
-        assessment = assess_plan(load_plan(args.plan), records=records, accepted=args.accepted)
+        from ablations.probe import for_plan
+
+        plan = load_plan(args.plan)
+        probe = for_plan(plan, args.plan, args.probe)
+        assessment = assess_plan(plan, records=records, accepted=args.accepted, probe=probe)
     else:
         if args.gpu is None or args.hours is None:
             raise BudgetError(
@@ -114,6 +125,8 @@ def _budget(args: argparse.Namespace) -> int:
             )
         if args.records is not None:
             raise BudgetError("--records reads a campaign of a plan: give the plan file too")
+        if args.probe is not None:
+            raise BudgetError("--probe reads a probe of a plan: give the plan file too")
         catalog = Catalog()
         package = catalog.resolve(
             PackageSection(gpu=args.gpu, lots=args.lots, days=args.days, price_usd=args.price)

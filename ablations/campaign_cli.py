@@ -111,7 +111,10 @@ def run_command(args: argparse.Namespace) -> int:
     out_dir = (args.out or Path("runs") / plan.campaign.id).resolve()
     existing_registration(plan, out_dir)  # a conflicting folder is refused before Prefect starts
     if local:
-        slots = plan_slots(plan.resources, args.devices)
+        from ablations.probe import peak_for_slots
+
+        peak = peak_for_slots(plan, args.plan)
+        slots = plan_slots(plan.resources, args.devices, peak, plan.probe.margin)
     else:  # the runs go to the pool's hosts: nothing about this machine's devices matters
         from ablations.remote_runs import (
             PoolSettings,

@@ -82,8 +82,9 @@ def _plan(args: argparse.Namespace) -> int:
         "by_category": dict(Counter(r.category for r in runs if r.phase == "main")),
     }
     from ablations.budget import assess_plan
+    from ablations.probe import for_plan
 
-    assessment = assess_plan(plan)
+    assessment = assess_plan(plan, probe=for_plan(plan, args.plan, args.probe))
     projected = (
         {r.run_id: r.hours for r in assessment.projection.runs} if assessment.projection else {}
     )
@@ -126,7 +127,7 @@ def _plan(args: argparse.Namespace) -> int:
     fit = assessment.fit
     price = assessment.cost.package_usd
     print(
-        f"projected from the plan's estimates: {hours(assessment.busy_hours)} busy, "
+        f"projected from the {_SOURCES[assessment.source]}: {hours(assessment.busy_hours)} busy, "
         f"{hours(fit.wall_hours)} wall on {assessment.slots} slot(s) + {hours(fit.prep_hours)} "
         f"preparation in a {hours(fit.window_hours)} window: "
         + ("fits" if fit.fits else f"overruns by {hours(fit.overrun_hours)}")
@@ -134,6 +135,14 @@ def _plan(args: argparse.Namespace) -> int:
         + " (see `ablate budget`)"
     )
     return EXIT_OK
+
+
+_SOURCES = {
+    "plan estimate": "plan's estimates",
+    "probe": "probed step times (probe.json)",
+    "pilot records": "pilot's records",
+    "given hours": "given hours",
+}
 
 
 @command("schema")
@@ -161,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="list the registered runs")
     p.add_argument("plan", type=Path)
     p.add_argument("--json", action="store_true", help="print JSON (includes the plan hash)")
+    p.add_argument(
+        "--probe",
+        type=Path,
+        metavar="FILE",
+        help="probe.json whose step times replace the estimate (default: beside the plan)",
+    )
     sub.add_parser("schema", help="print the plan's JSON schema")
     from ablations.budget_cli import add_budget_parser  # registers `budget` on import
 
@@ -168,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ablations.campaign_cli import add_campaign_parsers  # registers run, serve, report
 
     add_campaign_parsers(sub)
+    from ablations.probe_cli import add_probe_parser  # registers `probe`
+
+    add_probe_parser(sub)
     return parser
 
 

@@ -321,7 +321,7 @@ def execute(
         step_seconds=statistics.median(history.step_seconds) if history.step_seconds else None,
         memory=memory.peaks,
         device=_device_of(loop) if loop is not None else str(device),
-        environment=_environment(device),
+        environment=_environment(device, loop.workload if loop is not None else None),
         started_at=started_at,
         ended_at=time.time(),
         checkpoint=summary,
@@ -360,12 +360,15 @@ def _record_pending(loop: RunLoop | None) -> None:
         loop._pending.clear()
 
 
-def _environment(device: torch.device) -> RunEnvironment:
+def _environment(device: torch.device, workload: Workload | None = None) -> RunEnvironment:
     cuda = device.type == "cuda" and torch.cuda.is_available()
+    digest = getattr(workload, "data_sha256", None)  # optional: see ablations.workload
+    data = str(digest()) if callable(digest) else None
     return RunEnvironment(
         torch=torch.__version__,
         cuda=torch.version.cuda,
         device_name=torch.cuda.get_device_name(device) if cuda else device.type,
+        data_sha256=data,
     )
 
 

@@ -114,6 +114,9 @@ def environment(records: list[RunRecord]) -> dict[str, Any]:
     seen = [r.environment for r in records if r.environment is not None]
     torch_versions = sorted({e.torch for e in seen})
     cuda_versions = sorted({e.cuda for e in seen if e.cuda})
+    # The workloads' data digests (charlm's corpus), when they report one: another Python's
+    # standard library is another corpus.
+    data = sorted({e.data_sha256 for e in seen if e.data_sha256})
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -121,6 +124,7 @@ def environment(records: list[RunRecord]) -> dict[str, Any]:
         "prefect": _installed("prefect"),
         "cuda": ", ".join(cuda_versions) or None,
         "devices": sorted({e.device_name for e in seen}) or ["cpu"],
+        **({"data_sha256": data} if data else {}),
     }
 
 

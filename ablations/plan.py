@@ -28,6 +28,7 @@ from ablations.plan_sections import (
     MetricSection,
     ParamValue,
     PilotSection,
+    ProbeSection,
     ResourcesSection,
     Section,
     StopRules,
@@ -77,6 +78,8 @@ class Plan(Section):
     """Devices and slots."""
     budget: BudgetSection = BudgetSection()
     """The rented package and other costs."""
+    probe: ProbeSection = ProbeSection()
+    """`ablate probe`: batch sizes, steps per point and the memory margin."""
 
     @field_validator("seeds")
     @classmethod

@@ -425,8 +425,12 @@ class ResourcesSection(Section):
     devices: Literal["auto"] | PositiveInt | list[str] = "auto"
     """`auto` (every CUDA device, else one CPU slot per two cores), a number of CPU slots,
     or a list such as `[cuda:0, cuda:1]`."""
-    slots_per_device: PositiveInt = 1
-    """Runs sharing one device at once (1: never two runs on a card)."""
+    slots_per_device: PositiveInt | Literal["auto"] = 1
+    """Runs sharing one device at once (1: never two runs on a card). `auto`: as many as the
+    probe's peak memory plus `probe.margin` fits on each card (see `ablate probe`), at most
+    `max_slots_per_device`; 1 without a probe result or on CPU (CPU slots follow the cores)."""
+    max_slots_per_device: PositiveInt = 4
+    """The most runs `slots_per_device: auto` ever places on one device."""
 
     @field_validator("devices", mode="before")
     @classmethod
@@ -444,6 +448,21 @@ class ResourcesSection(Section):
             if len(set(value)) != len(value):
                 raise ValueError("a device is listed twice")
         return value
+
+
+class ProbeSection(Section):
+    """`ablate probe`: the few steps per variant, input group and batch size that size a card."""
+
+    batch_sizes: list[PositiveInt] = Field(default=[1, 2, 4], min_length=1)
+    """Batch sizes tried per input group, smallest first, stopping at the first error (the
+    runs' own `batch_size` param is always tried too)."""
+    steps: PositiveInt = 6
+    """Training steps per point; the first warms up, the rest are timed."""
+    margin: float = Field(default=0.2, ge=0.0, lt=1.0)
+    """Memory kept free on a card: the peak x (1 + margin) must fit its memory class."""
+    result: str | None = None
+    """A `probe.json` (relative to the plan file's folder) that `ablate plan`, `ablate budget`
+    and `slots_per_device: auto` use; default: `probe.json` beside the plan when it exists."""
 
 
 class Cost(Section):

@@ -189,6 +189,9 @@ class RunEnvironment(Record):
     """The CUDA version torch was built with (None: a CPU build)."""
     device_name: str
     """`torch.cuda.get_device_name` of the run's card, or `cpu`."""
+    data_sha256: str | None = None
+    """Digest of the data the workload read, when it reports one (`environment()`, e.g. the
+    charlm corpus: a different Python's standard library shows here)."""
 
 
 class RunRecord(Record):

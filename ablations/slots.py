@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -89,8 +90,45 @@ def threads_per_core(siblings: Path = SIBLINGS) -> int:
     return max(1, count)
 
 
-def plan_slots(resources: ResourcesSection, devices_override: str | None = None) -> list[SlotSpec]:
-    """The slots for a campaign: from the plan's `resources`, or a `--devices` override."""
+def per_device(
+    resources: ResourcesSection, device: str, probe_peak: int | None, margin: float
+) -> int:
+    """Slots on `device`: the plan's number, or for `auto` what the probe's peak fits on the
+    card (1 without a probe, and on CPU, where slots follow the cores)."""
+    if resources.slots_per_device != "auto":
+        return resources.slots_per_device
+    if probe_peak is None or not device.startswith("cuda:"):
+        return 1
+    from ablations.probe import slots_that_fit
+
+    total = card_memory(int(device.split(":")[1]))
+    return slots_that_fit(total, probe_peak, margin, resources.max_slots_per_device)
+
+
+def card_memory(index: int) -> int:
+    """Total memory of CUDA device `index` in bytes: from nvidia-smi, so the campaign process
+    never initializes CUDA (a context there would take memory from the runs); else torch."""
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        query = [smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits", f"-i={index}"]
+        try:
+            done = subprocess.run(query, capture_output=True, text=True, timeout=30, check=True)
+            return int(float(done.stdout.strip().splitlines()[0]) * 2**20)  # MiB
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+            pass
+    import torch
+
+    return int(torch.cuda.get_device_properties(index).total_memory)
+
+
+def plan_slots(
+    resources: ResourcesSection,
+    devices_override: str | None = None,
+    probe_peak: int | None = None,
+    margin: float = 0.2,
+) -> list[SlotSpec]:
+    """The slots for a campaign: from the plan's `resources`, or a `--devices` override.
+    `probe_peak` (bytes, from `ablate probe`) sizes `slots_per_device: auto`."""
     devices: object = resources.devices
     if devices_override is not None:
         devices = parse_devices(devices_override)
@@ -114,14 +152,14 @@ def plan_slots(resources: ResourcesSection, devices_override: str | None = None)
                 f"resources.devices: {missing} not present (this machine has {available} CUDA "
                 "devices); use 'auto' or a number of CPU slots"
             )
-    per_device = resources.slots_per_device
-    cpu_total = sum(1 for d in device_list if not d.startswith("cuda")) * per_device
+    counts = [per_device(resources, d, probe_peak, margin) for d in device_list]
+    cpu_total = sum(k for d, k in zip(device_list, counts, strict=True) if not d.startswith("cuda"))
     threads = max(1, cores // max(1, cpu_total))
     slots: list[SlotSpec] = []
-    for index, device in enumerate(device_list):
+    for index, (device, count) in enumerate(zip(device_list, counts, strict=True)):
         base = device if device.startswith("cuda:") else f"cpu#{index}"
-        for k in range(per_device):
-            name = base if per_device == 1 else f"{base}#{k}"
+        for k in range(count):
+            name = base if count == 1 else f"{base}#{k}"
             plain = "cpu" if device.startswith("cpu") else device
             slots.append(SlotSpec(name=name, device=plain, cpu_threads=threads))
     return slots

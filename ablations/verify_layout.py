@@ -19,6 +19,7 @@ EXPECTED_ENTRIES = frozenset(
         *("registration.json", "projection.json", "preflight.json", "gate.json"),
         *("reframe-draft.yaml", "ledger.db", "ledger.db.lock", ".lock"),
         *("metrics", "predictions", "records", "models"),
+        *("probe.json", "PROBE.md"),  # `ablate probe --out` into the campaign's folder
     }
 )
 """Top-level names of the output folder (DESIGN.md); the relative store's folder besides.

@@ -7,8 +7,9 @@ A worker that dies fails only the run it held; the next run gets a fresh worker.
 
 Jobs: `run` (a run record back), `preflight` (the whole preflight on this slot: work-pool
 hosts), `preflight-start` (the campaign's preflight up to the restart check's verdict) and
-`continue` (a restart check's continuation, in a process that did not save it) and `results`
-(the campaign's results step, so the campaign process never loads their libraries).
+`continue` (a restart check's continuation, in a process that did not save it), `results`
+(the campaign's results step, so the campaign process never loads their libraries) and
+`probe` (one variant's `ablate probe` sweep).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -25,7 +27,7 @@ import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ablations.checkpoint.restart_verdict import Continuation
 from ablations.parent_watch import die_with_parent, exit_when_parent_goes
@@ -35,8 +37,11 @@ from ablations.progress import say
 from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots import SlotSpec
 
+if TYPE_CHECKING:
+    from ablations.probe_point import ProbePoint
+
 _POLL_SECONDS = 0.5
-JobKind = Literal["run", "preflight", "preflight-start", "continue", "results"]
+JobKind = Literal["run", "preflight", "preflight-start", "continue", "results", "probe"]
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,9 @@ def _serve(
             conn.send(_write_outputs(payload))
             continue
         spec = RunSpec.model_validate_json(payload)
-        if kind == "preflight":
+        if kind == "probe":
+            conn.send(_probe(spec, extra))
+        elif kind == "preflight":
             conn.send(run_preflight(spec, extra).model_dump_json())
         elif kind == "preflight-start":
             conn.send(preflight_start(spec, extra, continue_elsewhere=True).model_dump_json())
@@ -114,6 +121,21 @@ def _write_outputs(out_dir: str) -> str:
 
         return str(write_outputs(Path(out_dir)))
     except Exception as exc:  # the campaign process raises it as the results task's error
+        return f"!{type(exc).__name__}: {exc}"
+
+
+def _probe(spec: RunSpec, extra: tuple[list[int], int]) -> str:
+    """A variant's probe sweep as JSON (points and the card's name), or `!` and the error."""
+    try:
+        import torch
+
+        from ablations.probe_point import probe_variant
+
+        points = probe_variant(spec, *extra)
+        device = torch.device(spec.device)
+        name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+        return json.dumps({"points": [p.model_dump(mode="json") for p in points], "name": name})
+    except Exception as exc:  # e.g. the workload's `probe_groups` raised: the CLI reports it
         return f"!{type(exc).__name__}: {exc}"
 
 
@@ -235,6 +257,23 @@ class SlotWorker:
         if reply.startswith("!"):
             raise RuntimeError(reply[1:])
         return Continuation.model_validate_json(reply)
+
+    def probe(
+        self, spec: RunSpec, batch_sizes: list[int], steps: int
+    ) -> tuple[list[ProbePoint], str]:
+        """One variant's probe sweep on this slot: its points and the device's name. A worker
+        that dies (the OS killed it for memory, a CUDA fault) yields one failed point."""
+        from ablations.probe_point import ProbePoint
+
+        reply = self._call("probe", spec, (batch_sizes, steps))
+        if reply is None:
+            message = f"the worker process of slot {self.slot.name} died during the probe"
+            error = RunError(type="WorkerCrashed", message=message)
+            return [ProbePoint(variant=spec.variant, group="?", batch_size=0, error=error)], "?"
+        if reply.startswith("!"):
+            raise RuntimeError(f"probe of {spec.variant} failed: {reply[1:]}")
+        data = json.loads(reply)
+        return [ProbePoint.model_validate(p) for p in data["points"]], str(data["name"])
 
     def write_outputs(self, out_dir: Path) -> Path:
         """The results step (ledger, report, manifest) in this worker; raises on failure."""

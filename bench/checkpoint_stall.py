@@ -6,16 +6,19 @@ Starts moto's S3 server on 127.0.0.1, trains a small MLP with Adam whose full st
 `--mb` MB, and times (a) `CheckpointManager.save` as the loop sees it, then waits for the
 commit; (b) `torch.save` of the same state into bytes plus its upload to the same server.
 Goal: stall <= 0.2x synchronous. Prints one summary line, plus C and the `auto` interval for
-M = 4 h.
+M = 4 h. `--workload charlm --params JSON --device cuda:0` saves the transformer workload's
+state (model, AdamW moments, data position) from the device instead of the MLP.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import statistics
 import time
+from typing import Any
 
 import torch
 from moto.server import ThreadedMotoServer
@@ -59,6 +62,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=50.0)
     parser.add_argument("--saves", type=int, default=5)
+    parser.add_argument("--workload", choices=["mlp", "charlm"], default="mlp")
+    parser.add_argument("--params", default="{}", help="charlm params as JSON")
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         os.environ.setdefault(name, "bench")
@@ -72,24 +78,32 @@ def main() -> None:
 
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
         section = CheckpointSection(store=f"s3://{BUCKET}/bench", endpoint_url=endpoint)
-        run(section, args.mb, args.saves)
+        workload: Any = Bench(args.mb)
+        if args.workload == "charlm":
+            from ablations.workloads.charlm import CharLMWorkload
+
+            device = torch.device(args.device)
+            workload = CharLMWorkload.build(
+                json.loads(args.params), seed=0, device=device, steps=10**6
+            )
+        run(section, workload, args.saves)
     finally:
         server.stop()
 
 
-def run(section: CheckpointSection, mb: float, saves: int) -> None:
+def run(section: CheckpointSection, workload: Any, saves: int) -> None:
     spec = RunSpec(
         run_id="bench", campaign_id="bench", plan_hash="bench", variant="control",
         category="essential", phase="main", seed=0, params={}, steps=10**6, eval_every=10**6,
         workload="bench", metric="loss", threshold=0.0, checkpoint=section,
     )  # fmt: skip
-    workload, history = Bench(mb), RunHistory()
-    workload.train_step(0)  # Adam's moments exist from the first step
+    history = RunHistory()
+    workload.train_step(0).item()  # Adam's moments exist from the first step
     manager = CheckpointManager(spec)
     step_seconds, stalls, costs = [], [], []
     for i in range(1, saves + 1):
         started = time.perf_counter()
-        workload.train_step(i)
+        workload.train_step(i).item()  # synced: the step's time, not its launch
         step_seconds.append(time.perf_counter() - started)
         started = time.perf_counter()
         manager.save(i, workload, history)

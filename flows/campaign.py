@@ -23,6 +23,7 @@ from ablations.campaign_phases import gate_decided, phase_runs, slot_warmup
 from ablations.campaign_state import registered_plan, remove_leftover_temporaries
 from ablations.folder_lock import hold_folder
 from ablations.plan_io import read_plan_text
+from ablations.probe import peak_for_slots
 from ablations.progress import outcome, record_rows, say
 from ablations.records import RunRecord
 from ablations.remote_runs import PoolSettings, open_pool, pool_slots, require_shared_store
@@ -91,8 +92,9 @@ def _campaign(
     if pool:
         require_shared_store(plan.checkpoint)
         remote = PoolSettings(pool, heartbeat_timeout_s=heartbeat_timeout_s)
+    peak = peak_for_slots(plan, Path(plan_path) if plan_path else None)
     slots = (
-        plan_slots(plan.resources, devices or None)
+        plan_slots(plan.resources, devices or None, peak, plan.probe.margin)
         if remote is None
         else pool_slots(remote, plan.resources, devices or None)
     )

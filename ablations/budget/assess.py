@@ -15,19 +15,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from ablations.budget.catalog import Catalog, Package
 from ablations.budget.cost import CostSummary, accepted_results, cost_summary, rejection_reasons
 from ablations.budget.estimate import estimate_from_records
-from ablations.budget.projection import Projection, WindowFit, fit_window, project, slot_count
+from ablations.budget.projection import (
+    Projection,
+    WindowFit,
+    fit_window,
+    per_device,
+    project,
+    slot_count,
+)
 from ablations.plan import Plan, plan_hash
 from ablations.plan_sections import Cost
 from ablations.records import RunRecord
 from ablations.units import hours as show_hours
 from ablations.units import usd
+
+if TYPE_CHECKING:
+    from ablations.probe import ProbeResult
 from ablations.variants import PlannedRun, planned_runs
 
 
@@ -56,7 +66,7 @@ class BudgetAssessment(BaseModel):
 
     package: Package
     slots: int
-    source: Literal["plan estimate", "pilot records", "given hours"]
+    source: Literal["plan estimate", "probe", "pilot records", "given hours"]
     """Where the busy hours come from."""
     busy_hours: float
     """Machine-busy hours in all (summed over slots)."""
@@ -194,7 +204,7 @@ def _more_lots(
     if plan.resources.devices != "auto":
         return None  # the plan pins its devices: more cards would sit idle
     largest_phase = max(sum(r.phase == p for r in runs) for p in ("pilot", "main"))
-    per_lot = package.cards_per_lot * plan.resources.slots_per_device
+    per_lot = package.cards_per_lot * per_device(plan)
     for lots in range(package.lots + 1, math.ceil(largest_phase / per_lot) + 1):
         bigger = project(
             plan, runs, projection.estimate, slot_count(plan, lots * package.cards_per_lot)
@@ -258,17 +268,21 @@ def assess_plan(
     *,
     records: Sequence[RunRecord] = (),
     accepted: int | None = None,
+    probe: ProbeResult | None = None,
 ) -> BudgetAssessment:
     """The plan's registered runs against its package.
 
-    Busy hours come from the pilot's records when there are any, else from the plan's
+    Busy hours come from the pilot's records when there are any, else from `probe` (the
+    step, evaluation and build times `ablate probe` measured), else from the plan's
     `budget.estimate`. `accepted` overrides the count taken from the records.
     """
     catalog = Catalog(plan.budget.offers)
     package = catalog.resolve(plan.budget.package)
     runs = planned_runs(plan, plan_hash(plan))
     pilot = [r for r in records if r.phase == "pilot"]
-    estimate = estimate_from_records(pilot, plan) if pilot else plan.budget.estimate
+    estimate = plan.budget.estimate if probe is None else probe.estimate(plan.budget.estimate)
+    if pilot:
+        estimate = estimate_from_records(pilot, plan)
     projection = project(plan, runs, estimate, slot_count(plan, package.cards))
     rejections: list[str] = []
     if records:
@@ -292,7 +306,7 @@ def assess_plan(
     return BudgetAssessment(
         package=package,
         slots=projection.slots,
-        source="pilot records" if pilot else "plan estimate",
+        source="pilot records" if pilot else "probe" if probe is not None else "plan estimate",
         busy_hours=projection.busy_hours,
         fit=WindowFit.model_validate(projection.model_dump(include=set(WindowFit.model_fields))),
         margin=margin,

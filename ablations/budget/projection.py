@@ -189,7 +189,8 @@ def slot_count(plan: Plan, cards: int) -> int:
     """Slots the campaign runs on: the plan's devices if it lists them, else the rented cards.
 
     `resources.devices` as a number or a list fixes the devices; `auto` means every rented
-    card. Either way each device holds `resources.slots_per_device` runs at once.
+    card. Either way each device holds `resources.slots_per_device` runs at once (`auto`
+    counts as 1 here: how many fit depends on the card the campaign finally runs on).
     """
     devices = plan.resources.devices
     count = (
@@ -199,4 +200,10 @@ def slot_count(plan: Plan, cards: int) -> int:
         if isinstance(devices, list)
         else cards
     )
-    return count * plan.resources.slots_per_device
+    return count * per_device(plan)
+
+
+def per_device(plan: Plan) -> int:
+    """Runs per device for projecting: the plan's number, 1 for `auto`."""
+    per = plan.resources.slots_per_device
+    return per if isinstance(per, int) else 1

@@ -68,3 +68,26 @@ class FaultDigits(DigitsWorkload):
         if os.environ.get(LOSE_CURSOR):
             state = {**state, "cursor": 0}
         super().load_state_dict(state)
+
+
+class ProbeOOM(DigitsWorkload):
+    """Digits that runs out of memory (a real `torch.OutOfMemoryError`) from batch size
+    `oom_at_batch` up: the probe's injected limit."""
+
+    def __init__(self, params: Any, seed: int, device: Any, steps: int) -> None:
+        params = dict(params)
+        self.oom_at_batch = int(params.pop("oom_at_batch", 0))
+        super().__init__(params, seed, device, steps)
+
+    @classmethod
+    def build(cls, params: Any, *, seed: int, device: Any, steps: int) -> ProbeOOM:
+        return cls(params, seed, device, steps)
+
+    def train_step(self, step: int) -> Any:
+        import torch
+
+        if self.oom_at_batch and self.batch_size >= self.oom_at_batch:
+            raise torch.OutOfMemoryError(
+                f"CUDA out of memory: injected at batch {self.batch_size} (oom_at_batch)"
+            )
+        return super().train_step(step)
