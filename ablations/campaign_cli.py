@@ -194,7 +194,9 @@ def _print_outcome(manifest: dict[str, Any], out_dir: Path) -> None:
     counts: dict[str, int] = {}
     for run in manifest["runs"]:
         counts[run["status"]] = counts.get(run["status"], 0) + 1
-    print(f"\ndecision: {gate.get('decision', '?')}: {gate.get('reason', '')}")
+    print(f"\ngate: {gate.get('decision', '?')}: {gate.get('reason', '')}")
+    if manifest.get("decision_reached"):
+        print(f"decision: {manifest['decision_reached']}")
     print("runs: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
     report = out_dir / "REPORT.md"
     print(f"output: {out_dir}" + (f" (report: {report})" if report.exists() else ""))

@@ -43,8 +43,9 @@ from ablations.credentials import redact_url
 from ablations.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_runs
 from ablations.records import Rejection, RunRecord
 from ablations.reload_doc import RELOAD_FILE, reload_markdown
-from ablations.report.build import REPORT_FILE
-from ablations.report.from_folder import rebuild_report
+from ablations.report.build import REPORT_FILE, build_report
+from ablations.report.decision import decision_reached
+from ablations.report.from_folder import report_inputs
 from ablations.report.plots import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.units import utc
 from ablations.verify import DEFAULT_TOLERANCE, REEVALUATION_DEVICE
@@ -270,7 +271,9 @@ def write_outputs(out_dir: Path, extra: dict[str, Any] | None = None) -> Path:
     path = out_dir / "manifest.json"
     # First without `files`: the report is rebuilt from the manifest (it ignores `files`).
     atomic_write_text(path, json.dumps(manifest, indent=2, default=str))
-    rebuild_report(out_dir)
+    inputs = report_inputs(out_dir)
+    build_report(out_dir, inputs)
+    manifest["decision_reached"] = decision_reached(inputs)  # what `ablate run` ends with
     atomic_write_text(out_dir / RELOAD_FILE, reload_markdown(manifest, plan))
     manifest["files"] = campaign_files(out_dir)
     atomic_write_text(path, json.dumps(manifest, indent=2, default=str))

@@ -18,7 +18,7 @@ from ablations.errors import AblationError
 from ablations.plan_io import load_plan
 from ablations.records import RunRecord
 from ablations.report.build import REPORT_FILE, build_report
-from ablations.report.inputs import ReportRun, assemble_inputs
+from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
 from ablations.variants import PlannedRun
 
 
@@ -50,6 +50,12 @@ def _budget_markdown(budget: Any) -> str | None:
 
 def rebuild_report(out_dir: Path) -> Path:
     """Rewrite `out_dir/REPORT.md` and its PNGs from the folder; return the report's path."""
+    build_report(out_dir, report_inputs(out_dir))
+    return Path(out_dir) / REPORT_FILE
+
+
+def report_inputs(out_dir: Path) -> ReportInputs:
+    """What the report is built from, read from the folder's manifest and plan alone."""
     out_dir = Path(out_dir)
     manifest = read_manifest(out_dir)
     plan_path = out_dir / "plan.yaml"
@@ -74,8 +80,7 @@ def rebuild_report(out_dir: Path) -> Path:
         planned_vs_realized_markdown=manifest.get("planned_vs_realized_markdown"),
         ledger_url=manifest.get("ledger_url"),
     )
-    build_report(out_dir, inputs)
-    return out_dir / REPORT_FILE
+    return inputs
 
 
 def report_command(out_dir: Path) -> int:

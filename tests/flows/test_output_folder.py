@@ -98,6 +98,11 @@ def test_manifest_holds_the_contract(campaign: Campaign) -> None:
     assert {"python", "torch", "prefect", "cuda", "devices"} <= env.keys()
     assert manifest["ledger_url"] == "sqlite:///ledger.db" and manifest["gate"]["decision"]
     assert manifest["budget"]
+    # The decision the report reaches is what `ablate run` ends with, word for word.
+    report = (out / "REPORT.md").read_text()
+    assert f"**Decision reached.** {manifest['decision_reached']}" in report
+    assert f"decision: {manifest['decision_reached']}\n" in campaign.log
+    assert f"gate: {manifest['gate']['decision']}: " in campaign.log
     assert manifest["checkpoint_store"]["url"].startswith(f"s3://{BUCKET}/")
     text = (out / "manifest.json").read_text()
     assert str(out) not in text and "/tmp/tmp" not in text  # relocatable, nothing temporary
