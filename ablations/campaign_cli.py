@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ablations.campaign_phases import slot_warmup
 from ablations.campaign_state import existing_registration, load_json
-from ablations.cli import EXIT_OK, command
+from ablations.cli import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import PlanError, Problem
 from ablations.folder_lock import hold_folder
 from ablations.plan import Plan
@@ -179,7 +179,8 @@ def _run_campaign(
             )
     manifest = json.loads(Path(manifest_path).read_text())
     _print_outcome(manifest, out_dir)
-    return EXIT_OK
+    # A defect of the workload or data stopped the campaign before its pilot: not a success.
+    return EXIT_INTERNAL if (manifest.get("gate") or {}).get("decision") == "fix" else EXIT_OK
 
 
 def _require_workload_imports(worker: SlotWorker, plan: Plan, source: str) -> None:

@@ -242,6 +242,12 @@ class RunRecord(Record):
         )
 
     @property
+    def steps_trained(self) -> int:
+        """Steps this attempt trained (and `timings.train` measured): the steps done less
+        those it resumed past (its pilot's, or an interrupted attempt's)."""
+        return max(0, self.steps_done - (self.checkpoint.resumed_from_step or 0))
+
+    @property
     def lost(self) -> bool:
         """Failed because its worker or host was lost, not because the workload raised."""
         return (

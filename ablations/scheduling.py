@@ -13,10 +13,13 @@ def longest_first(runs: list[PlannedRun], measured: list[RunRecord]) -> list[Pla
 
     Each task leases the next free slot, so submission order is the schedule; longest first
     makes that greedy lease pack like LPT (within 4/3 of optimal) instead of leaving one long
-    run for the end. A run's projection is its steps times its variant's measured seconds per
+    run for the end. A run's projection is the steps it trains (a main run resumed from its
+    pilot trains only the rest) times its variant's measured seconds per
     step (from the pilot's records; the median of those for variants the pilot did not run).
-    Without measurements every run weighs its steps, and the sort, being stable, keeps the
+    Without measurements every run weighs those steps, and the sort, being stable, keeps the
     plan's order among equals."""
-    per_step = {r.variant: r.timings.train / r.steps_done for r in measured if r.steps_done > 0}
+    per_step = {
+        r.variant: r.timings.train / r.steps_trained for r in measured if r.steps_trained > 0
+    }
     default = statistics.median(per_step.values()) if per_step else 1.0
-    return sorted(runs, key=lambda r: -r.steps * per_step.get(r.variant, default))
+    return sorted(runs, key=lambda r: -r.trained_steps * per_step.get(r.variant, default))

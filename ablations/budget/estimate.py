@@ -27,10 +27,11 @@ from ablations.records import RunRecord
 def estimate_from_records(records: Sequence[RunRecord], plan: Plan | None = None) -> RunEstimate:
     """A `RunEstimate` from measured records; unmeasured figures from the plan's estimate."""
     fallback = plan.budget.estimate if plan is not None else RunEstimate()
-    trained = [r for r in records if r.steps_done > 0]
+    # steps_trained, not steps_done: a main run resumed from its pilot timed only its own steps
+    trained = [r for r in records if r.steps_trained > 0]
     if not trained:
         return fallback
-    steps = sum(r.steps_done for r in trained)
+    steps = sum(r.steps_trained for r in trained)
     train = sum(r.timings.train for r in trained)
     n_evals = sum(len(r.evaluations) for r in trained)
     saves = sum(r.checkpoint.saves for r in trained)

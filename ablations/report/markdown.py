@@ -217,8 +217,9 @@ def _planned_vs_realized(inputs: ReportInputs) -> list[str]:
         counts = [
             sum((r.record.status if r.record else "pending") == s for r in runs) for s in statuses
         ]
-        planned_steps = sum(r.planned.steps for r in runs)
-        done = sum(r.record.steps_done for r in runs if r.record)
+        # Steps this phase trains: a main run's first steps are its pilot's, counted there.
+        planned_steps = sum(r.planned.trained_steps for r in runs)
+        done = sum(max(0, r.record.steps_done - r.planned.start_step) for r in runs if r.record)
         rows.append([phase, len(runs), *counts, planned_steps, done])
     header = ["Phase", "Registered", *statuses, "Steps planned", "Steps done"]
     return [*out, table(header, rows), ""]

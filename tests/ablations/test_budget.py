@@ -391,3 +391,20 @@ def test_planned_vs_realized_keeps_the_projection_and_the_deviations(
     assert "- trim: dropped exploratory runs" in text
     # it round-trips through manifest.json as plain JSON
     assert type(pvr).model_validate_json(pvr.model_dump_json()) == pvr
+
+
+def test_a_run_resumed_from_its_pilot_is_timed_over_the_steps_it_trained(
+    demo_data: dict[str, Any],
+) -> None:
+    from ablations.records import CheckpointSummary
+
+    plan = plan_from(demo_data, step=7)
+    resumed = record(
+        "m",
+        steps_done=100,
+        timings=Timings(train=30),
+        checkpoint=CheckpointSummary(resumed_from_step=40),
+    )
+    assert resumed.steps_trained == 60
+    # 30 s over the 60 steps it trained, not over the 100 it reached
+    assert estimate_from_records([resumed], plan).step_seconds == pytest.approx(0.5)

@@ -29,7 +29,12 @@ def test_longest_measured_variants_go_first_and_ties_keep_plan_order(
     ordered = longest_first(main, pilot)
     assert [r.variant for r in ordered[:3]] == ["width=128"] * 3
     assert [r.variant for r in ordered[-3:]] == ["width=16"] * 3
-    # Unmeasured variants weigh the median (the control's 0.01 s/step): plan order kept.
-    middle = [r.variant for r in ordered[3:-3]]
-    assert middle == [r.variant for r in main if r.variant not in ("width=128", "width=16")]
-    assert longest_first(main, []) == main
+    # Unmeasured variants weigh the median (the control's 0.01 s/step) times the steps they
+    # train: a run resumed from its pilot has fewer left, so it goes after; else plan order.
+    middle = [r.run_id for r in ordered[3:-3]]
+    rest = [r for r in main if r.variant not in ("width=128", "width=16")]
+    assert {r.start_step for r in rest} == {0, plan.pilot_steps}  # both kinds are there
+    assert middle == [r.run_id for r in rest if not r.start_step] + [
+        r.run_id for r in rest if r.start_step
+    ]
+    assert longest_first(main, []) == sorted(main, key=lambda r: -r.trained_steps)
