@@ -52,6 +52,10 @@ class ManifestError(NotACampaignFolder):
     """manifest.json is there but malformed: the message names the file and the field."""
 
 
+RowStatus = Literal[RunStatus, "pending"]
+"""A run's status, or `pending`: registered, not finished (no record)."""
+
+
 class FileEntry(BaseModel):
     """One hashed file of the folder."""
 
@@ -148,7 +152,7 @@ class ManifestRun(BaseModel):
     pilot: str | None = None
     continues: str | None = None
     # RunRecord's fields (run_id, variant, seed, category and phase above)
-    status: RunStatus | Literal["pending"]
+    status: RowStatus
     stop: Stop | None = None
     error: RunError | None = None
     rejection: Rejection | None = None
@@ -306,7 +310,11 @@ def describe(exc: ValidationError) -> str:
     first = errors[0]
     where = field_path(first["loc"])
     got = f" (got {first['input']!r:.80})" if first["type"] != "missing" else ""
-    more = f"; and {len(errors) - 1} more problem(s)" if len(errors) > 1 else ""
+    paths = {field_path(e["loc"]) for e in errors}
+    # A union fails once per member: keep the deepest field a member names.
+    deepest = {p for p in paths if not any(q.startswith((f"{p}.", f"{p}[")) for q in paths)}
+    others = deepest - {where}
+    more = f"; and {len(others)} more field(s): {', '.join(sorted(others)[:3])}" if others else ""
     return f"field {where}: {first['msg']}{got}{more}"
 
 
