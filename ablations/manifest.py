@@ -6,7 +6,8 @@
 The JSON is format 2 as it always was: a run row is its planned run's fields and its record's
 side by side (a pending row only the planned fields and `status`); keys that an export writes
 only sometimes (`planned_vs_realized`, `decision_reached`, `files`, the environment's
-`data_sha256`) are left out when unset, so a manifest read and written again is the same JSON.
+`data_sha256`) are left out when unset, so an exported manifest read and written again is
+the same JSON, byte for byte.
 Reading is lenient where `ablate verify` reports instead of refusing (a missing `files` is an
 export that did not finish), strict about types: a malformed manifest is one
 `ManifestError` naming the file and the field.
@@ -222,23 +223,32 @@ class Manifest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
     manifest_format: int | None = None
+    """`MANIFEST_FORMAT` of the export that wrote it."""
     campaign_id: str | None = None
     plan_hash: str | None = None
+    """The sha256 of the registered plan's canonical JSON."""
     ledger_url: str | None = None
     """`sqlite:///ledger.db`, relative to the output folder."""
     ledger_study: str | None = None
+    """The Optuna study's name in the ledger (the campaign id)."""
     ledger_file: str | None = None
+    """The ledger's file in the folder (not hashed: SQLite rewrites pages when opened)."""
     question: str | None = None
+    """The plan's question."""
     code_version: CodeVersion | None = None
     environment: Environment | None = None
     checkpoint_store: CheckpointStoreRef | None = None
     verify: VerifySettings | None = None
     preflight: PreflightReport | None = None
+    """preflight.json as it was at the export; None when preflight never ran."""
     gate: GateDecision | None = None
+    """gate.json as it was at the export; None when no gate was reached."""
     budget: BudgetSummary | None = None
     planned_vs_realized: PlannedVsRealized | None = None
+    """The registered projection beside what happened (absent without a projection)."""
     planned_vs_realized_markdown: str | None = None
     runs: list[ManifestRun]
+    """One row per registered run, in registration order."""
     decision_reached: str | None = None
     """The report's decision sentence, which `ablate run` ends with."""
     files: list[FileEntry] | None = None
@@ -260,14 +270,14 @@ class Manifest(BaseModel):
         return next((r for r in self.runs if r.run_id == run_id), None)
 
 
-_cache: dict[Path, tuple[tuple[int, int], Manifest]] = {}
+_cache: dict[Path, tuple[tuple[int, int, int], Manifest]] = {}
 _cache_guard = threading.Lock()
 
 
 def read_manifest(out_dir: Path) -> Manifest:
-    """The folder's manifest, parsed once per process while the file is unchanged (same mtime
-    and size); `NotACampaignFolder` when there is none to read, `ManifestError` naming the file
-    and the field when it is malformed."""
+    """The folder's manifest, parsed once per process while the file is unchanged (same
+    inode, mtime and size); `NotACampaignFolder` when there is none to read, `ManifestError`
+    naming the file and the field when it is malformed."""
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
         raise NotACampaignFolder(f"{out_dir} is not a folder")
@@ -279,7 +289,7 @@ def read_manifest(out_dir: Path) -> Manifest:
             f"{out_dir} has no {MANIFEST} ({path} does not exist): is it the output folder "
             "of `ablate run --out`?"
         ) from exc
-    key = (stat.st_mtime_ns, stat.st_size)
+    key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # an atomic rewrite is a new inode
     with _cache_guard:
         known = _cache.get(path)
     if known is not None and known[0] == key:
