@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ablations.campaign_folder import REFRAME_DRAFT, REPORT, CampaignFolder
 from ablations.campaign_phases import slot_warmup
-from ablations.campaign_state import existing_registration, load_json
+from ablations.campaign_state import existing_registration
 from ablations.cli import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import PlanError, Problem
 from ablations.folder_lock import hold_folder
+from ablations.manifest import Manifest
 from ablations.plan import Plan
 from ablations.plan_io import load_plan, workload_module_problem
 from ablations.slot_runtime import open_slots
@@ -177,10 +178,11 @@ def _run_campaign(
                 pool=args.pool or "",
                 heartbeat_timeout_s=args.heartbeat_timeout,
             )
-    manifest = json.loads(Path(manifest_path).read_text())
+    manifest = CampaignFolder(Path(manifest_path).parent).manifest()
     _print_outcome(manifest, out_dir)
     # A defect of the workload or data stopped the campaign before its pilot: not a success.
-    return EXIT_INTERNAL if (manifest.get("gate") or {}).get("decision") == "fix" else EXIT_OK
+    fixing = manifest.gate is not None and manifest.gate.decision == "fix"
+    return EXIT_INTERNAL if fixing else EXIT_OK
 
 
 def _require_workload_imports(worker: SlotWorker, plan: Plan, source: str) -> None:
@@ -190,20 +192,21 @@ def _require_workload_imports(worker: SlotWorker, plan: Plan, source: str) -> No
         raise PlanError([Problem("workload.entry", problem, plan.workload.entry)], source)
 
 
-def _print_outcome(manifest: dict[str, Any], out_dir: Path) -> None:
-    gate = manifest.get("gate") or {}
+def _print_outcome(manifest: Manifest, out_dir: Path) -> None:
+    gate = manifest.gate
     counts: dict[str, int] = {}
-    for run in manifest["runs"]:
-        counts[run["status"]] = counts.get(run["status"], 0) + 1
-    print(f"\ngate: {gate.get('decision', '?')}: {gate.get('reason', '')}")
-    if manifest.get("decision_reached"):
-        print(f"decision: {manifest['decision_reached']}")
+    for run in manifest.runs:
+        counts[run.status] = counts.get(run.status, 0) + 1
+    decision = gate.decision if gate else None
+    print(f"\ngate: {decision or '?'}: {gate.reason if gate else ''}")
+    if manifest.decision_reached:
+        print(f"decision: {manifest.decision_reached}")
     print("runs: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
-    report = out_dir / "REPORT.md"
+    report = out_dir / REPORT
     print(f"output: {out_dir}" + (f" (report: {report})" if report.exists() else ""))
-    if load_json(out_dir, "gate.json") and gate.get("decision") == "reframe":
-        print(f"draft plan for the revised question: {out_dir / 'reframe-draft.yaml'}")
-    if gate.get("decision") == "fix":
+    if decision == "reframe":
+        print(f"draft plan for the revised question: {out_dir / REFRAME_DRAFT}")
+    if decision == "fix":
         print(
             f"fix the defect above, then rerun with --out {out_dir}: preflight runs again "
             "(the gate's fix is not kept)"

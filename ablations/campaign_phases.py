@@ -18,14 +18,12 @@ from pathlib import Path
 import yaml
 
 from ablations.budget import Projection, project
+from ablations.campaign_folder import REGISTRATION, CampaignFolder
 from ablations.campaign_state import (
     Registration,
-    atomic_write_text,
-    load_json,
     load_record,
     load_records,
     registered_plan,
-    save_json,
     save_record,
 )
 from ablations.errors import AblationError
@@ -39,16 +37,13 @@ from ablations.slot_runtime import other_process, results_writer, slots_for
 from ablations.variants import CONTROL, PlannedRun, planned_runs
 from ablations.worker import SlotWorker, Warmup
 
-PREFLIGHT, GATE, REFRAME_DRAFT = "preflight.json", "gate.json", "reframe-draft.yaml"
-PROJECTION = "projection.json"
-
 
 def registration_of(out_dir: Path) -> Registration:
     """The folder's registration record, naming the folder where it is now (moved or not)."""
-    data = load_json(out_dir, "registration.json")
-    if data is None:
-        raise AblationError(f"{out_dir} holds no registered campaign (registration.json)")
-    return Registration.model_validate({**data, "out_dir": str(out_dir.resolve())})
+    known = CampaignFolder(out_dir).registration()
+    if known is None:
+        raise AblationError(f"{out_dir} holds no registered campaign ({REGISTRATION})")
+    return known.model_copy(update={"out_dir": str(out_dir.resolve())})
 
 
 def registered_runs(out_dir: Path) -> list[PlannedRun]:
@@ -64,12 +59,13 @@ def phase_runs(out_dir: Path, phase: str, drop: list[str] | None = None) -> list
 
 def registered_projection(out_dir: Path, slots: int) -> Projection:
     """The projection made at registration from the plan's estimates, kept as it was."""
-    known = load_json(out_dir, PROJECTION)
+    folder = CampaignFolder(out_dir)
+    known = folder.projection()
     if known is not None:
-        return Projection.model_validate(known)
+        return known
     plan = registered_plan(out_dir)
     projection = project(plan, registered_runs(out_dir), plan.budget.estimate, slots)
-    save_json(out_dir, PROJECTION, projection)
+    folder.write_projection(projection)
     return projection
 
 
@@ -103,16 +99,16 @@ def export_outputs(out_dir: Path) -> Path:
 
 
 def _preflight_passed(out_dir: Path) -> bool:
-    known = load_json(out_dir, PREFLIGHT)
-    return known is not None and bool(known.get("passed"))
+    known = CampaignFolder(out_dir).preflight()
+    return known is not None and known.passed
 
 
 def preflight_once(out_dir: Path) -> PreflightReport:
     """The data and restart checks on the control's run, until they pass once per campaign
     (a failed report is replaced by the next attempt's)."""
-    known = load_json(out_dir, PREFLIGHT)
-    if known is not None and known.get("passed"):
-        return PreflightReport.model_validate(known)
+    known = CampaignFolder(out_dir).preflight()
+    if known is not None and known.passed:
+        return known
     plan = registered_plan(out_dir)
     registration = registration_of(out_dir)
     control = next(r for r in phase_runs(out_dir, "pilot") if r.variant == CONTROL)
@@ -135,7 +131,7 @@ def preflight_once(out_dir: Path) -> PreflightReport:
         else:  # a work-pool host runs the whole preflight itself
             report = worker.preflight(spec, expected)
     report = report.model_copy(update={"check_id": spec.run_id})
-    save_json(out_dir, PREFLIGHT, report)
+    CampaignFolder(out_dir).write_preflight(report)
     return report
 
 
@@ -158,8 +154,7 @@ def execute_registered_run(out_dir: Path, run_id: str) -> RunRecord:
 
 def _recorded_gate(out_dir: Path) -> GateDecision | None:
     """The recorded decision, unless it is `fix`: that one is asked again after preflight."""
-    known = load_json(out_dir, GATE)
-    decision = GateDecision.model_validate(known) if known is not None else None
+    decision = CampaignFolder(out_dir).gate()
     return None if decision is None or decision.decision == "fix" else decision
 
 
@@ -171,7 +166,7 @@ def gate_recommendation(out_dir: Path, slots: int) -> GateDecision:
     plan = registered_plan(out_dir)
     records = load_records(out_dir)
     pilot = [records[r.run_id] for r in phase_runs(out_dir, "pilot") if r.run_id in records]
-    preflight = PreflightReport.model_validate(load_json(out_dir, PREFLIGHT) or {"passed": False})
+    preflight = CampaignFolder(out_dir).preflight() or PreflightReport(passed=False)
     elapsed = (time.time() - registration_of(out_dir).registered_at) / 3600
     return auto_decision(
         plan, pilot, preflight, phase_runs(out_dir, "main"), slots=slots, elapsed_hours=elapsed
@@ -208,14 +203,15 @@ def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:
     if decision.decision == "reframe":
         write_reframe_draft(out_dir, decision.reason)
     decision = decision.model_copy(update={"decided_at": time.time()})  # the timeline's gate
-    save_json(out_dir, GATE, decision)
+    CampaignFolder(out_dir).write_gate(decision)
     return decision
 
 
 def write_reframe_draft(out_dir: Path, reason: str) -> Path:
     """A draft plan for the revised question, under a new campaign id: the question is kept
     as it was (the reason is a comment above it), so the draft is a valid plan to edit."""
-    data = yaml.safe_load((out_dir / "plan.yaml").read_text(encoding="utf-8"))
+    folder = CampaignFolder(out_dir)
+    data = yaml.safe_load(folder.plan_text())
     campaign = data["campaign"]
     campaign["id"] = f"{campaign['id']}-reframed"[:64]
     reason_lines = "".join(f"#   {line}\n" for line in reason.splitlines() or [""])
@@ -224,6 +220,4 @@ def write_reframe_draft(out_dir: Path, reason: str) -> Path:
         f"# Reason:\n{reason_lines}"
         "# Revise campaign.question and the plan, then validate and run it as a new campaign.\n"
     )
-    path = out_dir / REFRAME_DRAFT
-    atomic_write_text(path, header + yaml.safe_dump(data, sort_keys=False))
-    return path
+    return folder.write_reframe_draft(header + yaml.safe_dump(data, sort_keys=False))

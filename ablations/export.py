@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import json
 import platform
 import subprocess
 from pathlib import Path
@@ -24,38 +23,50 @@ from typing import Any
 
 from ablations import __version__
 from ablations.budget import (
-    Projection,
     assess_plan,
     budget_markdown,
     planned_vs_realized,
     planned_vs_realized_markdown,
 )
-from ablations.campaign_phases import (
+from ablations.campaign_folder import (
     GATE,
+    PLAN,
+    PLOTS,
     PREFLIGHT,
     PROJECTION,
     REFRAME_DRAFT,
-    registered_runs,
-    registration_of,
+    REGISTRATION,
+    RELOAD,
+    REPORT,
+    RUNS_CSV,
+    CampaignFolder,
 )
-from ablations.campaign_state import RECORDS, atomic_write_text, load_json, load_records
+from ablations.campaign_phases import registered_runs, registration_of
 from ablations.credentials import redact_url
 from ablations.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_runs
+from ablations.manifest import (
+    MANIFEST_FORMAT,
+    BudgetSummary,
+    CheckpointStoreRef,
+    CodeVersion,
+    Environment,
+    FileEntry,
+    Manifest,
+    ManifestRun,
+    VerifySettings,
+)
 from ablations.records import Rejection, RunRecord
-from ablations.reload_doc import RELOAD_FILE, reload_markdown
-from ablations.report.build import REPORT_FILE, build_report
+from ablations.reload_doc import reload_markdown
+from ablations.report.build import build_report
 from ablations.report.decision import decision_reached
 from ablations.report.from_folder import report_inputs
-from ablations.report.plots import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.units import utc
 from ablations.verify import DEFAULT_TOLERANCE, REEVALUATION_DEVICE
 
-MANIFEST_FORMAT = 2
-"""2: per-run `artifacts` are lists of {kind, path, sha256, bytes}; campaign `files` likewise."""
 STATE_FILES = (
-    ("plan", "plan.yaml"),
-    ("state", "registration.json"),
-    ("state", "projection.json"),
+    ("plan", PLAN),
+    ("state", REGISTRATION),
+    ("state", PROJECTION),
     ("state", PREFLIGHT),
     ("state", GATE),
     ("state", REFRAME_DRAFT),
@@ -91,7 +102,7 @@ RUN_COLUMNS = [
 ]
 
 
-def code_version() -> dict[str, str | None]:
+def code_version() -> CodeVersion:
     """The package version and, when run from a git checkout, its commit."""
     commit = None
     try:
@@ -106,10 +117,10 @@ def code_version() -> dict[str, str | None]:
         commit = result.stdout.strip() or None if result.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         commit = None
-    return {"package": __version__, "git_commit": commit}
+    return CodeVersion(package=__version__, git_commit=commit)
 
 
-def environment(records: list[RunRecord]) -> dict[str, Any]:
+def environment(records: list[RunRecord]) -> Environment:
     """Python and Prefect of the campaign process; torch, CUDA and the devices as the runs'
     own processes saw them (the campaign process never imports torch)."""
     seen = [r.environment for r in records if r.environment is not None]
@@ -118,15 +129,15 @@ def environment(records: list[RunRecord]) -> dict[str, Any]:
     # The workloads' data digests (charlm's corpus), when they report one: another Python's
     # standard library is another corpus.
     data = sorted({e.data_sha256 for e in seen if e.data_sha256})
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "torch": ", ".join(torch_versions) or _installed("torch"),
-        "prefect": _installed("prefect"),
-        "cuda": ", ".join(cuda_versions) or None,
-        "devices": sorted({e.device_name for e in seen}) or ["cpu"],
-        **({"data_sha256": data} if data else {}),
-    }
+    return Environment(
+        python=platform.python_version(),
+        platform=platform.platform(),
+        torch=", ".join(torch_versions) or _installed("torch"),
+        prefect=_installed("prefect"),
+        cuda=", ".join(cuda_versions) or None,
+        devices=sorted({e.device_name for e in seen}) or ["cpu"],
+        data_sha256=data or None,
+    )
 
 
 def _installed(package: str) -> str | None:
@@ -136,7 +147,7 @@ def _installed(package: str) -> str | None:
         return None
 
 
-def file_entry(out_dir: Path, kind: str, relative: str) -> dict[str, Any]:
+def file_entry(out_dir: Path, kind: str, relative: str) -> FileEntry:
     """{kind, path, sha256, bytes} of one file in the folder (sha256 None: it is missing)."""
     path = out_dir / relative
     digest, size = None, None
@@ -146,41 +157,48 @@ def file_entry(out_dir: Path, kind: str, relative: str) -> dict[str, Any]:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 sha.update(chunk)
         digest, size = sha.hexdigest(), path.stat().st_size
-    return {"kind": kind, "path": relative, "sha256": digest, "bytes": size}
+    return FileEntry(kind=kind, path=relative, sha256=digest, bytes=size)
 
 
-def run_rows(out_dir: Path) -> list[dict[str, Any]]:
+def run_rows(out_dir: Path) -> list[ManifestRun]:
     """One merged row per registered run: what was planned plus what happened.
 
     A finished run's `artifacts` are its completion record and the files the record names,
     each with its sha256 and size; its checkpoint URI is stored without any credentials."""
-    records = load_records(out_dir)
+    folder = CampaignFolder(out_dir)
+    records = folder.records()
     rows = []
     for planned in registered_runs(out_dir):
         record = records.get(planned.run_id)
-        row: dict[str, Any] = planned.model_dump(mode="json")
         if record is None:
-            row.update(status="pending")
-        else:
-            row.update(
-                record.model_dump(mode="json", exclude={"variant", "seed", "category", "phase"})
-            )
-            if row["checkpoint"]["uri"] is not None:
-                row["checkpoint"]["uri"] = redact_url(row["checkpoint"]["uri"])
-            named = [("record", f"{RECORDS}/{record.run_id}.json"), *record.artifacts.items()]
-            row["artifacts"] = [file_entry(out_dir, kind, path) for kind, path in named]
+            rows.append(ManifestRun(**dict(planned), status="pending"))
+            continue
+        checkpoint = record.checkpoint
+        if checkpoint.uri is not None:
+            checkpoint = checkpoint.model_copy(update={"uri": redact_url(checkpoint.uri)})
+        named = [("record", folder.record_name(record.run_id)), *record.artifacts.items()]
+        mine = {k: v for k, v in record if k not in PLANNED_IN_RECORD}
+        row = ManifestRun(
+            **{**dict(planned), **mine},
+            checkpoint=checkpoint,
+            artifacts=[file_entry(out_dir, kind, path) for kind, path in named],
+        )
         rows.append(row)
     return rows
 
 
-def campaign_files(out_dir: Path) -> list[dict[str, Any]]:
+PLANNED_IN_RECORD = frozenset({"variant", "seed", "category", "phase", "checkpoint", "artifacts"})
+"""Record fields a row takes from elsewhere: the plan's, or rewritten (redacted, hashed)."""
+
+
+def campaign_files(out_dir: Path) -> list[FileEntry]:
     """The hashed campaign-level files that exist (see the module docstring)."""
     named = [
         *STATE_FILES,
-        ("runs", "runs.csv"),
-        ("report", REPORT_FILE),
-        *(("plot", name) for name in (EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG)),
-        ("reload", RELOAD_FILE),
+        ("runs", RUNS_CSV),
+        ("report", REPORT),
+        *(("plot", name) for name in PLOTS),
+        ("reload", RELOAD),
     ]
     return [file_entry(out_dir, kind, path) for kind, path in named if (out_dir / path).is_file()]
 
@@ -212,81 +230,74 @@ def _rejection(fields: dict[str, Any] | None) -> str | None:
     return None if not fields else Rejection.model_validate(fields).message
 
 
-def write_outputs(out_dir: Path, extra: dict[str, Any] | None = None) -> Path:
+def write_outputs(out_dir: Path) -> Path:
     """Write manifest.json and runs.csv; return the manifest's path."""
     import pandas as pd
 
-    from ablations.campaign_state import registered_plan
-
-    plan = registered_plan(out_dir)
+    folder = CampaignFolder(out_dir)
+    plan = folder.plan()
     registration = registration_of(out_dir)
     rows = run_rows(out_dir)
     record_ledger(out_dir)
-    records = list(load_records(out_dir).values())
-    gate = load_json(out_dir, GATE)
+    records = list(folder.records().values())
+    gate = folder.gate()
     assessment = assess_plan(plan, records=records)
-    budget = {"markdown": budget_markdown(assessment), **assessment.summary()}
-    projection = load_json(out_dir, PROJECTION)
+    projection = folder.projection()
     realized: dict[str, Any] = {}
     if projection is not None:
         pvr = planned_vs_realized(
-            Projection.model_validate(projection),
+            projection,
             records,
-            decisions=[f"gate: {gate['decision']}: {gate['reason']}"] if gate else [],
-            trimmed=gate["drop"] if gate else [],
+            decisions=[f"gate: {gate.decision}: {gate.reason}"] if gate else [],
+            trimmed=gate.drop if gate else [],
         )
         realized = {
-            "planned_vs_realized": pvr.model_dump(mode="json"),
+            "planned_vs_realized": pvr,
             "planned_vs_realized_markdown": planned_vs_realized_markdown(pvr),
         }
     store = plan.checkpoint
-    manifest = {
-        "manifest_format": MANIFEST_FORMAT,
-        "campaign_id": registration.campaign_id,
-        "plan_hash": registration.plan_hash,
-        "ledger_url": LEDGER_URL,
-        "ledger_study": registration.campaign_id,
-        "ledger_file": LEDGER_FILE,
-        "question": plan.campaign.question,
-        "code_version": code_version(),
-        "environment": environment(records),
-        "checkpoint_store": {
-            "url": redact_url(store.store),
-            "endpoint_url": redact_url(store.endpoint_url) if store.endpoint_url else None,
-        },
-        "verify": {
-            "command": "ablate verify DIR",
-            "device": REEVALUATION_DEVICE,
-            "tolerance": DEFAULT_TOLERANCE,
-        },
-        "preflight": load_json(out_dir, PREFLIGHT),
-        "gate": gate,
-        "budget": budget,
+    manifest = Manifest(
+        manifest_format=MANIFEST_FORMAT,
+        campaign_id=registration.campaign_id,
+        plan_hash=registration.plan_hash,
+        ledger_url=LEDGER_URL,
+        ledger_study=registration.campaign_id,
+        ledger_file=LEDGER_FILE,
+        question=plan.campaign.question,
+        code_version=code_version(),
+        environment=environment(records),
+        checkpoint_store=CheckpointStoreRef(
+            url=redact_url(store.store),
+            endpoint_url=redact_url(store.endpoint_url) if store.endpoint_url else None,
+        ),
+        verify=VerifySettings(
+            command="ablate verify DIR", device=REEVALUATION_DEVICE, tolerance=DEFAULT_TOLERANCE
+        ),
+        preflight=folder.preflight(),
+        gate=gate,
+        budget=BudgetSummary(markdown=budget_markdown(assessment), **assessment.summary()),
         **realized,
-        **(extra or {}),
-        "runs": rows,
-    }
-    frame = pd.DataFrame([_flat(r, plan.metric.name) for r in rows], columns=RUN_COLUMNS)
-    atomic_write_text(out_dir / "runs.csv", frame.to_csv(index=False))
-    path = out_dir / "manifest.json"
+        runs=rows,
+    )
+    data = [_flat(r.model_dump(mode="json"), plan.metric.name) for r in rows]
+    folder.write_text(RUNS_CSV, pd.DataFrame(data, columns=RUN_COLUMNS).to_csv(index=False))
     # First without `files`: the report is rebuilt from the manifest (it ignores `files`).
-    atomic_write_text(path, json.dumps(manifest, indent=2, default=str))
+    folder.write_manifest(manifest)
     inputs = report_inputs(out_dir)
     build_report(out_dir, inputs)
-    manifest["decision_reached"] = decision_reached(inputs)  # what `ablate run` ends with
-    atomic_write_text(out_dir / RELOAD_FILE, reload_markdown(manifest, plan))
-    manifest["files"] = campaign_files(out_dir)
-    atomic_write_text(path, json.dumps(manifest, indent=2, default=str))
-    return path
+    # What `ablate run` ends with
+    manifest = manifest.model_copy(update={"decision_reached": decision_reached(inputs)})
+    folder.write_text(RELOAD, reload_markdown(manifest, plan))
+    manifest = manifest.model_copy(update={"files": campaign_files(out_dir)})
+    return folder.write_manifest(manifest)
 
 
 def record_ledger(out_dir: Path) -> None:
     """Every finished run as a trial of the campaign's Optuna study (idempotent per run id)."""
-    from ablations.campaign_state import registered_plan
-
-    plan = registered_plan(out_dir)
+    folder = CampaignFolder(out_dir)
+    plan = folder.plan()
     registration = registration_of(out_dir)
-    records = load_records(out_dir)
+    records = folder.records()
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the campaign prints its own progress

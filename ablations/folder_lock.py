@@ -22,9 +22,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ablations.campaign_folder import LOCK
 from ablations.errors import AblationError
 
-LOCK_NAME = ".lock"
+LOCK_NAME = LOCK
 """The lock file's name inside the output folder."""
 
 _held: dict[Path, tuple[int, int]] = {}

@@ -55,6 +55,7 @@ from optuna.distributions import (
 )
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
+from ablations.campaign_folder import LEDGER
 from ablations.errors import AblationError
 from ablations.plan_sections import ParamValue
 from ablations.records import RunRecord, RunStatus
@@ -63,7 +64,7 @@ from ablations.variants import PlannedRun, variants
 if TYPE_CHECKING:
     from ablations.plan import Plan
 
-LEDGER_FILE = "ledger.db"
+LEDGER_FILE = LEDGER
 LEDGER_URL = f"sqlite:///{LEDGER_FILE}"
 """The manifest's `ledger_url`: relative to the output folder (open it from inside it)."""
 BUSY_TIMEOUT_S = 120

@@ -27,6 +27,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from ablations.campaign_folder import PROBE_JSON, PROBE_MD
 from ablations.errors import AblationError
 from ablations.plan import Plan, plan_hash
 from ablations.plan_sections import RunEstimate
@@ -248,8 +249,8 @@ def markdown(result: ProbeResult) -> str:
 
 def write(result: ProbeResult, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "probe.json").write_text(result.model_dump_json(indent=2))
-    (out_dir / "PROBE.md").write_text(markdown(result))
+    (out_dir / PROBE_JSON).write_text(result.model_dump_json(indent=2))
+    (out_dir / PROBE_MD).write_text(markdown(result))
 
 
 def read(path: Path) -> ProbeResult:
@@ -275,8 +276,8 @@ def for_plan(plan: Plan, plan_path: Path | None, given: Path | None = None) -> P
         folder = plan_path.parent
         if plan.probe.result is not None:
             path = folder / plan.probe.result
-        elif (folder / "probe.json").is_file():
-            path = folder / "probe.json"
+        elif (folder / PROBE_JSON).is_file():
+            path = folder / PROBE_JSON
     if path is None:
         return None
     result = read(path)

@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ablations.campaign_folder import PROBE_JSON, PROBE_MD
 from ablations.cli import EXIT_OK, command
 from ablations.errors import AblationError
 from ablations.plan_io import load_plan
@@ -70,5 +71,5 @@ def _probe(args: argparse.Namespace) -> int:
         for line in probe.summary_lines(result):
             print(line)
         if args.out is not None:
-            print(f"wrote {args.out / 'probe.json'} and {args.out / 'PROBE.md'}")
+            print(f"wrote {args.out / PROBE_JSON} and {args.out / PROBE_MD}")
     return EXIT_OK

@@ -9,31 +9,28 @@ written; any other run id from runs.csv works the same way.
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from ablations.campaign_folder import RELOAD
+from ablations.manifest import Manifest, ManifestRun
 from ablations.plan import Plan
 from ablations.verify import DEFAULT_TOLERANCE
 
-RELOAD_FILE = "RELOAD.md"
+RELOAD_FILE = RELOAD
 
 
-def _example(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _example(runs: list[ManifestRun]) -> ManifestRun | None:
     """The run the commands use: an accepted main-phase run, else any accepted one."""
-    accepted = [r for r in runs if r.get("status") == "accepted"]
-    main = [r for r in accepted if r.get("phase") == "main"]
+    accepted = [r for r in runs if r.status == "accepted"]
+    main = [r for r in accepted if r.phase == "main"]
     return (main or accepted)[0] if accepted else None
-
-
-def _path(run: dict[str, Any], kind: str) -> str | None:
-    return next((a["path"] for a in run.get("artifacts") or [] if a["kind"] == kind), None)
 
 
 def _block(text: str) -> str:
     return f"```sh\n{text.strip()}\n```\n"
 
 
-def _tables(manifest: dict[str, Any]) -> str:
-    study = repr(str(manifest["ledger_study"]))  # ids are [A-Za-z0-9._-]: safe in sh quotes
+def _tables(manifest: Manifest) -> str:
+    study = repr(str(manifest.ledger_study))  # ids are [A-Za-z0-9._-]: safe in sh quotes
     return (
         "## runs.csv and manifest.json\n\n"
         "One row per registered run (`metric` is the plan's metric, `model` the final "
@@ -51,25 +48,25 @@ def _tables(manifest: dict[str, Any]) -> str:
             "len(m['runs']), 'runs')\""
         )
         + "\n## The ledger (Optuna)\n\n"
-        f"One trial per run that ran, in the study {study} of `{manifest['ledger_url']}` "
+        f"One trial per run that ran, in the study {study} of `{manifest.ledger_url}` "
         "(relative to this folder). Opening it may let SQLite rewrite the file, which is why "
         "the manifest holds no hash for it; `ablate verify` checks its trials instead.\n\n"
         + _block(
             f'python -c "import optuna; study = optuna.load_study(study_name={study}, '
-            f"storage='{manifest['ledger_url']}'); "
+            f"storage='{manifest.ledger_url}'); "
             "frame = study.trials_dataframe(attrs=('number', 'state', 'value', 'user_attrs')); "
             "columns = ['number', 'state', 'value', 'user_attrs_run_id']; "
             'print(frame[columns].to_string(index=False))"'
         )
-        + f"\nor browse it: `optuna-dashboard {manifest['ledger_url']}` from inside this folder.\n"
+        + f"\nor browse it: `optuna-dashboard {manifest.ledger_url}` from inside this folder.\n"
     )
 
 
-def _run_files(run: dict[str, Any]) -> str:
+def _run_files(run: ManifestRun) -> str:
     reads = [
         f"print(pd.read_csv('{path}').tail(3))"
         for kind in ("steps", "evals", "predictions")
-        if (path := _path(run, kind)) is not None
+        if (path := run.artifact(kind)) is not None
     ]
     if not reads:
         return ""
@@ -81,8 +78,8 @@ def _run_files(run: dict[str, Any]) -> str:
     )
 
 
-def _model(run: dict[str, Any], plan: Plan) -> str:
-    model = _path(run, "model")
+def _model(run: ManifestRun, plan: Plan) -> str:
+    model = run.artifact("model")
     if model is None:
         return ""
     metric = plan.metric.name
@@ -95,7 +92,7 @@ import torch
 from ablations.driver import seed_everything
 from ablations.workload import load_workload
 
-RUN_ID = {json.dumps(run["run_id"])}
+RUN_ID = {json.dumps(run.run_id)}
 run = next(r for r in json.load(open("manifest.json"))["runs"] if r["run_id"] == RUN_ID)
 seed_everything(run["seed"])
 workload = load_workload({json.dumps(plan.workload.entry)}).build(
@@ -119,8 +116,8 @@ EOF
     )
 
 
-def _checkpoint(run: dict[str, Any], plan: Plan) -> str:
-    uri = (run.get("checkpoint") or {}).get("uri")
+def _checkpoint(run: ManifestRun, plan: Plan) -> str:
+    uri = run.checkpoint.uri
     if uri is None:
         return ""
     scheme = uri.partition("://")[0]
@@ -164,11 +161,11 @@ EOF
     return head + _block(script)
 
 
-def reload_markdown(manifest: dict[str, Any], plan: Plan) -> str:
+def reload_markdown(manifest: Manifest, plan: Plan) -> str:
     """The text of RELOAD.md for the folder the manifest describes."""
-    run = _example(manifest["runs"])
+    run = _example(manifest.runs)
     parts = [
-        f"# Reloading campaign {manifest['campaign_id']}\n\n"
+        f"# Reloading campaign {manifest.campaign_id}\n\n"
         "Run every command from inside this folder, in the Python environment the campaign "
         "ran in (`ablate` installed). `ablate verify .` checks all of it at once: every file "
         "against its sha256 in the manifest, each one parsed or loaded, every accepted run's "
@@ -180,8 +177,8 @@ def reload_markdown(manifest: dict[str, Any], plan: Plan) -> str:
         parts.append("\nNo run was accepted: there is no final model to re-evaluate.\n")
     else:
         parts.append(
-            f"\nThe commands below use run `{run['run_id']}` ({run['variant']}, seed "
-            f"{run['seed']}); any run id from runs.csv works the same way.\n"
+            f"\nThe commands below use run `{run.run_id}` ({run.variant}, seed "
+            f"{run.seed}); any run id from runs.csv works the same way.\n"
         )
         parts += [_run_files(run), _model(run, plan), _checkpoint(run, plan)]
     return "".join(parts)

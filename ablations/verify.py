@@ -22,14 +22,26 @@ Nothing here imports Prefect; torch, pandas and optuna are imported when first n
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ablations.campaign_state import MANIFEST, read_manifest
+from ablations.campaign_folder import (
+    LEDGER,
+    MANIFEST,
+    PLAN,
+    RECORDS,
+    REGISTRATION,
+    RELOAD,
+    REPORT,
+    RUN_FOLDERS,
+    RUNS_CSV,
+    CampaignFolder,
+    Registration,
+)
 from ablations.errors import AblationError
+from ablations.manifest import Manifest, ManifestRun, read_manifest
 from ablations.verify_files import (
     Problem,
     check_entry,
@@ -49,12 +61,11 @@ CROSS_DEVICE_TOLERANCE = 1e-2
 """The same, for a run that trained on a GPU and is re-evaluated on the CPU: logits differ by
 float noise there, which may flip a near-tied prediction or two (untested without a GPU)."""
 REEVALUATION_DEVICE = "cpu"
-PLAN, RUNS_CSV, RECORDS = "plan.yaml", "runs.csv", "records"
 REQUIRED = (
     *("campaign_id", "plan_hash", "code_version", "environment", "ledger_url", "gate"),
     *("budget", "runs", "files"),
 )
-REQUIRED_FILES = (PLAN, RUNS_CSV, "REPORT.md", "RELOAD.md")
+REQUIRED_FILES = (PLAN, RUNS_CSV, REPORT, RELOAD)
 RECORD_FIELDS = ("status", "stop", "error", "steps_done", "metrics", "device", "started_at")
 
 
@@ -85,7 +96,7 @@ def verify_folder(
     found = Verification(out_dir)
     add = found.problems.extend
     for key in REQUIRED:
-        if key not in manifest:
+        if key not in manifest.model_fields_set:
             add([Problem(MANIFEST, f"has no {key!r}: the export did not finish")])
     plan, plan_hash = _registered_plan(out_dir, manifest, found)
     rows = _rows(manifest, found)
@@ -97,15 +108,15 @@ def verify_folder(
     _check_runs_csv(out_dir, rows, found)
     from ablations.verify_reload import check_checkpoint, check_ledger, reevaluate
 
-    add(check_ledger(out_dir, manifest, str(manifest.get("ledger_file", "ledger.db"))))
+    add(check_ledger(out_dir, manifest, manifest.ledger_file or LEDGER))
     if plan is not None:
         stores: dict[str, object] | None = {} if check_store else None
         for row in rows.values():
             problems, note = check_checkpoint(
-                row, plan, str(manifest["campaign_id"]), plan_hash, stores=stores, out_dir=out_dir
+                row, plan, str(manifest.campaign_id), plan_hash, stores=stores, out_dir=out_dir
             )
             add(problems)
-            found.checkpoints += bool((row.get("checkpoint") or {}).get("uri"))
+            found.checkpoints += bool(row.checkpoint.uri)
             if note and note not in found.notes:
                 found.notes.append(note)
         tolerances = {"cpu": tolerance, "other": max(tolerance, cross_device_tolerance)}
@@ -117,21 +128,22 @@ def verify_folder(
     add(scan_leftovers(out_dir))
     add(scan_layout(out_dir, plan.checkpoint.store if plan is not None else None))
     folders = [str(out_dir)]
-    registration = _json_or_none(out_dir / "registration.json")
-    if registration and isinstance(registration.get("out_dir"), str):
-        folders.append(registration["out_dir"])
-    add(scan_paths(manifest, folders))
+    registration = _registration(out_dir)
+    if registration is not None:
+        folders.append(registration.out_dir)
+    add(scan_paths(manifest.model_dump(mode="json"), folders))
     return found
 
 
-def _json_or_none(path: Path) -> Any:
+def _registration(out_dir: Path) -> Registration | None:
+    """registration.json, or None when it is missing or unreadable (the plan check says so)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return CampaignFolder(out_dir).registration()
     except (OSError, ValueError):
         return None
 
 
-def _registered_plan(out_dir: Path, manifest: dict[str, Any], found: Verification) -> Any:
+def _registered_plan(out_dir: Path, manifest: Manifest, found: Verification) -> Any:
     """(plan, its hash) from plan.yaml, checked against the manifest and the registration."""
     from ablations.plan import parse_plan, plan_hash
     from ablations.plan_io import parse_yaml
@@ -139,47 +151,44 @@ def _registered_plan(out_dir: Path, manifest: dict[str, Any], found: Verificatio
     path = out_dir / PLAN
     if not path.is_file():
         found.problems.append(Problem(PLAN, "missing: the registered plan is needed"))
-        return None, str(manifest.get("plan_hash"))
+        return None, str(manifest.plan_hash)
     try:
         plan = parse_plan(parse_yaml(path.read_text(encoding="utf-8"), PLAN), PLAN)
     except (AblationError, OSError, UnicodeDecodeError) as exc:
         first = str(exc).splitlines()[0]
         found.problems.append(Problem(PLAN, f"is not a valid plan: {first}"))
-        return None, str(manifest.get("plan_hash"))
+        return None, str(manifest.plan_hash)
     digest = plan_hash(plan)
-    registration = _json_or_none(out_dir / "registration.json") or {}
-    for source, data in ((MANIFEST, manifest), ("registration.json", registration)):
-        if data.get("plan_hash") != digest:
-            found.problems.append(
-                Problem(PLAN, f"hashes to {digest[:12]}, {source} says {data.get('plan_hash')}")
-            )
-        if data.get("campaign_id") != plan.campaign.id:
+    registration = _registration(out_dir)
+    for source, data in ((MANIFEST, manifest), (REGISTRATION, registration)):
+        hashed, campaign_id = (data.plan_hash, data.campaign_id) if data else (None, None)
+        if hashed != digest:
+            found.problems.append(Problem(PLAN, f"hashes to {digest[:12]}, {source} says {hashed}"))
+        if campaign_id != plan.campaign.id:
             found.problems.append(
                 Problem(
                     source,
-                    f"campaign id {data.get('campaign_id')!r}, plan.yaml says {plan.campaign.id!r}",
+                    f"campaign id {campaign_id!r}, plan.yaml says {plan.campaign.id!r}",
                 )
             )
     return plan, digest
 
 
-def _rows(manifest: dict[str, Any], found: Verification) -> dict[str, dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = {}
-    for i, row in enumerate(manifest["runs"]):
-        if not isinstance(row, dict) or not isinstance(row.get("run_id"), str):
-            found.problems.append(Problem(MANIFEST, f"runs[{i}] has no run_id"))
-        elif row["run_id"] in rows:
-            found.problems.append(Problem(MANIFEST, f"run {row['run_id']} has two rows"))
+def _rows(manifest: Manifest, found: Verification) -> dict[str, ManifestRun]:
+    rows: dict[str, ManifestRun] = {}
+    for row in manifest.runs:
+        if row.run_id in rows:
+            found.problems.append(Problem(MANIFEST, f"run {row.run_id} has two rows"))
         else:
-            rows[row["run_id"]] = row
+            rows[row.run_id] = row
     return rows
 
 
 def _check_registered(
     plan: Any,
     digest: str,
-    manifest: dict[str, Any],
-    rows: dict[str, dict[str, Any]],
+    manifest: Manifest,
+    rows: dict[str, ManifestRun],
     found: Verification,
 ) -> None:
     """Every registered run has its row with the planned fields; only expected runs pend."""
@@ -193,31 +202,29 @@ def _check_registered(
             problems.append(Problem(MANIFEST, f"registered run {run_id} has no row"))
             continue
         for key in ("variant", "seed", "category", "phase", "steps", "start_step", "params"):
-            expected = getattr(run, key)
-            if row.get(key) != expected:
+            expected, got = getattr(run, key), getattr(row, key)
+            if got != expected:
                 problems.append(
                     Problem(
                         MANIFEST,
-                        f"run {run_id}: {key} is {row.get(key)!r}, the plan registers {expected!r}",
+                        f"run {run_id}: {key} is {got!r}, the plan registers {expected!r}",
                     )
                 )
     for run_id in rows.keys() - planned.keys():
         problems.append(Problem(MANIFEST, f"run {run_id} is not registered by plan.yaml"))
-    gate = manifest.get("gate") or {}
-    preflight = manifest.get("preflight") or {}
+    ended = manifest.gate is not None and manifest.gate.decision in ("reframe", "fix")
+    passed = manifest.preflight is not None and manifest.preflight.passed
     for run_id, row in rows.items():
-        if row.get("status") != "pending":
+        if row.status != "pending":
             continue
-        expected = (row.get("phase") == "main" and gate.get("decision") in ("reframe", "fix")) or (
-            row.get("phase") == "pilot" and not preflight.get("passed", False)
-        )
+        expected = (row.phase == "main" and ended) or (row.phase == "pilot" and not passed)
         if not expected:
             problems.append(
                 Problem(MANIFEST, f"run {run_id} is pending: the campaign did not finish")
             )
 
 
-def _check_records(out_dir: Path, rows: dict[str, dict[str, Any]], found: Verification) -> None:
+def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verification) -> None:
     """Each finished run's completion record exists and agrees with its manifest row."""
     from pydantic import ValidationError
 
@@ -225,14 +232,14 @@ def _check_records(out_dir: Path, rows: dict[str, dict[str, Any]], found: Verifi
     from ablations.records import RunRecord
 
     for run_id, row in rows.items():
-        name = f"{RECORDS}/{run_id}.json"
+        name = CampaignFolder.record_name(run_id)
         path = out_dir / name
-        if row.get("status") == "pending":
+        if row.status == "pending":
             if path.exists():
                 found.problems.append(Problem(name, "exists, but manifest.json says pending"))
             continue
         if not path.is_file():
-            found.problems.append(Problem(name, f"missing: manifest.json says {row.get('status')}"))
+            found.problems.append(Problem(name, f"missing: manifest.json says {row.status}"))
             continue
         try:
             record = RunRecord.model_validate_json(path.read_bytes())
@@ -240,21 +247,21 @@ def _check_records(out_dir: Path, rows: dict[str, dict[str, Any]], found: Verifi
             first = str(exc).splitlines()[0]
             found.problems.append(Problem(name, f"is not a valid completion record: {first}"))
             continue
-        mine = record.model_dump(mode="json")
+        mine, theirs = record.model_dump(mode="json"), row.model_dump(mode="json")
         for key in RECORD_FIELDS:
-            if mine.get(key) != row.get(key):
+            if mine.get(key) != theirs.get(key):
                 found.problems.append(
                     Problem(
-                        name, f"{key} is {mine.get(key)!r}, manifest.json says {row.get(key)!r}"
+                        name, f"{key} is {mine.get(key)!r}, manifest.json says {theirs.get(key)!r}"
                     )
                 )
         uri = record.checkpoint.uri
-        if (redact_url(uri) if uri else None) != (row.get("checkpoint") or {}).get("uri"):
+        if (redact_url(uri) if uri else None) != row.checkpoint.uri:
             found.problems.append(
                 Problem(name, f"checkpoint URI {uri} differs from manifest.json's")
             )
-        listed = {a.get("kind"): a.get("path") for a in _entries(row) if a.get("kind") != "record"}
-        if isinstance(row.get("artifacts"), list) and listed != record.artifacts:
+        listed = row.artifact_paths
+        if isinstance(row.artifacts, list) and listed != record.artifacts:
             found.problems.append(
                 Problem(name, f"artifacts {record.artifacts} differ from manifest.json's {listed}")
             )
@@ -267,56 +274,50 @@ def _check_records(out_dir: Path, rows: dict[str, dict[str, Any]], found: Verifi
             )
 
 
-def _entries(row: dict[str, Any]) -> list[dict[str, Any]]:
-    artifacts = row.get("artifacts")
-    return [a for a in artifacts if isinstance(a, dict)] if isinstance(artifacts, list) else []
-
-
 def _check_artifacts(
-    out_dir: Path, manifest: dict[str, Any], rows: dict[str, dict[str, Any]], found: Verification
-) -> list[tuple[dict[str, Any], str]]:
+    out_dir: Path, manifest: Manifest, rows: dict[str, ManifestRun], found: Verification
+) -> list[tuple[ManifestRun, str]]:
     """Every listed file checked; returns the accepted runs' intact models to re-evaluate."""
     problems, models = found.problems, []
-    named = {RECORDS + "/" + f"{run_id}.json" for run_id in rows}
+    named = {CampaignFolder.record_name(run_id) for run_id in rows}
     for run_id, row in rows.items():
-        if row.get("status") == "pending":
+        if row.status == "pending":
             continue
-        if not isinstance(row.get("artifacts"), list):
+        if "artifacts" not in row.model_fields_set or not isinstance(row.artifacts, list):
             problems.append(Problem(MANIFEST, f"run {run_id} has no artifacts list (format 2)"))
             continue
         model = None
-        for entry in _entries(row):
-            named.add(str(entry.get("path")))
+        for entry in row.artifact_entries:
+            named.add(entry.path)
             trouble = check_entry(out_dir, entry, f"run {run_id}")
             problems.extend(trouble)
             found.files += 1
-            if entry.get("kind") == "model" and not trouble:
-                model = str(entry["path"])
-        has_model = any(e.get("kind") == "model" for e in _entries(row))
-        if row.get("status") == "accepted":
+            if entry.kind == "model" and not trouble:
+                model = entry.path
+        has_model = any(e.kind == "model" for e in row.artifact_entries)
+        if row.status == "accepted":
             if not has_model:
                 problems.append(Problem(MANIFEST, f"accepted run {run_id} has no final model"))
             elif model is not None:
                 models.append((row, model))
-    files = manifest.get("files")
-    if isinstance(files, list):
-        listed = {str(e.get("path")) for e in files if isinstance(e, dict)}
+    if manifest.files is not None:
+        listed = {e.path for e in manifest.files}
         for name in REQUIRED_FILES:
             if name not in listed:
                 problems.append(Problem(MANIFEST, f"files does not list {name}"))
-        for entry in files:
-            named.add(str(entry.get("path")) if isinstance(entry, dict) else "")
+        for entry in manifest.files:
+            named.add(entry.path)
             problems.extend(check_entry(out_dir, entry, "the campaign"))
             found.files += 1
     for path in folder_files(out_dir):
         relative = path.relative_to(out_dir).as_posix()
-        ours = relative.split("/")[0] in ("metrics", "predictions", "models", RECORDS)
+        ours = relative.split("/")[0] in RUN_FOLDERS
         if ours and relative not in named and not path.name.startswith("."):
             problems.append(Problem(relative, "is not in manifest.json"))
     return models
 
 
-def _check_runs_csv(out_dir: Path, rows: dict[str, dict[str, Any]], found: Verification) -> None:
+def _check_runs_csv(out_dir: Path, rows: dict[str, ManifestRun], found: Verification) -> None:
     path = out_dir / RUNS_CSV
     if not path.is_file() or path.stat().st_size == 0:
         return  # reported by the file checks
@@ -334,12 +335,12 @@ def _check_runs_csv(out_dir: Path, rows: dict[str, dict[str, Any]], found: Verif
     for run_id in csv_status.keys() - rows.keys():
         found.problems.append(Problem(RUNS_CSV, f"has run {run_id}, which manifest.json lacks"))
     for run_id in rows.keys() & csv_status.keys():
-        if csv_status[run_id] != rows[run_id].get("status"):
+        if csv_status[run_id] != rows[run_id].status:
             found.problems.append(
                 Problem(
                     RUNS_CSV,
                     f"run {run_id} is {csv_status[run_id]}, manifest.json says "
-                    f"{rows[run_id].get('status')}",
+                    f"{rows[run_id].status}",
                 )
             )
 

@@ -16,7 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pydantic import ValidationError
+
+from ablations.campaign_folder import MANIFEST
 from ablations.credentials import find_credentials, secret_values
+from ablations.manifest import FileEntry
 
 SCAN_LIMIT_BYTES = 256 << 20
 """Files above this are hashed but not scanned for credentials (weights of a large model)."""
@@ -49,25 +53,28 @@ def _digest(path: Path) -> str:
     return sha.hexdigest()
 
 
-def check_entry(out_dir: Path, entry: Any, owner: str) -> list[Problem]:
+def check_entry(out_dir: Path, entry: FileEntry | dict[str, Any], owner: str) -> list[Problem]:
     """One manifest file entry {kind, path, sha256, bytes}: present, intact, and it loads."""
-    if not isinstance(entry, dict) or not all(k in entry for k in ("kind", "path", "sha256")):
-        return [Problem("manifest.json", f"{owner}: malformed file entry {entry!r}")]
-    relative, kind = str(entry["path"]), str(entry["kind"])
+    if not isinstance(entry, FileEntry):
+        try:
+            entry = FileEntry.model_validate(entry)
+        except ValidationError:
+            return [Problem(MANIFEST, f"{owner}: malformed file entry {entry!r}")]
+    relative, kind = entry.path, entry.kind
     pure = PurePosixPath(relative)
     if pure.is_absolute() or ".." in pure.parts or not relative:
-        return [Problem("manifest.json", f"{owner}: {relative!r} is not a path inside the folder")]
+        return [Problem(MANIFEST, f"{owner}: {relative!r} is not a path inside the folder")]
     path = out_dir / relative
     if not path.is_file():
         return [Problem(relative, f"missing ({kind} of {owner})")]
     size = path.stat().st_size
     if size == 0:
         return [Problem(relative, f"is empty ({kind} of {owner})")]
-    if entry["sha256"] is None:
+    if entry.sha256 is None:
         return [Problem(relative, "was missing when manifest.json was written")]
-    if entry.get("bytes") is not None and size != entry["bytes"]:
-        return [Problem(relative, f"has {size} bytes, manifest.json says {entry['bytes']}")]
-    if _digest(path) != entry["sha256"]:
+    if entry.bytes is not None and size != entry.bytes:
+        return [Problem(relative, f"has {size} bytes, manifest.json says {entry.bytes}")]
+    if _digest(path) != entry.sha256:
         return [Problem(relative, "sha256 differs from manifest.json (changed or corrupt)")]
     reason = load_problem(path, kind)
     return [Problem(relative, reason)] if reason else []
@@ -193,11 +200,7 @@ def scan_paths(manifest: dict[str, Any], folders: list[str]) -> list[Problem]:
             folder and (f"{folder}/" in text or text.endswith(folder)) for folder in folders
         )
         if inside and not store_url:  # checkpoint URIs into the folder are relative to it
-            problems.append(
-                Problem("manifest.json", f"{where} holds an absolute path into the folder")
-            )
+            problems.append(Problem(MANIFEST, f"{where} holds an absolute path into the folder"))
         elif temporary.search(text):
-            problems.append(
-                Problem("manifest.json", f"{where} holds a path into a temporary directory")
-            )
+            problems.append(Problem(MANIFEST, f"{where} holds a path into a temporary directory"))
     return problems

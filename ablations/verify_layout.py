@@ -10,20 +10,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ablations.campaign_folder import TOP_LEVEL
 from ablations.verify_files import Problem
 
-EXPECTED_ENTRIES = frozenset(
-    {
-        *("manifest.json", "plan.yaml", "runs.csv", "REPORT.md", "RELOAD.md"),
-        *("effects.png", "per_class_change.png", "timeline.png"),
-        *("registration.json", "projection.json", "preflight.json", "gate.json"),
-        *("reframe-draft.yaml", "ledger.db", "ledger.db.lock", ".lock"),
-        *("metrics", "predictions", "records", "models"),
-        *("probe.json", "PROBE.md"),  # `ablate probe --out` into the campaign's folder
-    }
-)
-"""Top-level names of the output folder (DESIGN.md); the relative store's folder besides.
-`.lock` is the one-writer lock, `ledger.db.lock` the ledger's advisory lock."""
+EXPECTED_ENTRIES = TOP_LEVEL
+"""Top-level names of the output folder (DESIGN.md, `campaign_folder`); the relative store's
+folder besides. `.lock` is the one-writer lock, `ledger.db.lock` the ledger's advisory lock,
+`probe.json` and `PROBE.md` what `ablate probe --out` writes into the campaign's folder."""
 
 
 def store_entry(store: str) -> str | None:

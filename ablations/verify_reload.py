@@ -20,7 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ablations.campaign_folder import LEDGER, MANIFEST, PLAN
 from ablations.credentials import USERINFO
+from ablations.manifest import Manifest, ManifestRun
 from ablations.plan import Plan
 from ablations.verify_files import Problem, load_weights
 
@@ -29,7 +31,7 @@ STEP_FOLDER = re.compile(
 )
 
 
-def check_ledger(out_dir: Path, manifest: dict[str, Any], ledger_file: str) -> list[Problem]:
+def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Problem]:
     """One trial per run that ran, with the manifest's state and (accepted) value."""
     path = out_dir / ledger_file
     if not path.is_file():
@@ -42,36 +44,35 @@ def check_ledger(out_dir: Path, manifest: dict[str, Any], ledger_file: str) -> l
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="ablate-verify-") as scratch:
-        copy = Path(scratch) / "ledger.db"
+        copy = Path(scratch) / LEDGER
         shutil.copyfile(path, copy)
         try:
             study = optuna.load_study(
-                study_name=str(manifest["campaign_id"]), storage=f"sqlite:///{copy}"
+                study_name=str(manifest.campaign_id), storage=f"sqlite:///{copy}"
             )
             trials = study.get_trials(deepcopy=False)
         except Exception as exc:
             return [Problem(ledger_file, f"does not open with optuna: {type(exc).__name__}: {exc}")]
     latest = {t.user_attrs.get("run_id"): t for t in trials}  # oldest first: retries win
     problems = []
-    ran = {r["run_id"]: r for r in manifest["runs"] if r.get("status") in STATES}
+    ran = {r.run_id: r for r in manifest.runs if r.status in STATES}
     for run_id, row in ran.items():
         trial = latest.get(run_id)
         if trial is None:
-            problems.append(
-                Problem(ledger_file, f"has no trial for run {run_id} ({row['status']})")
-            )
+            problems.append(Problem(ledger_file, f"has no trial for run {run_id} ({row.status})"))
             continue
-        if trial.state != STATES[row["status"]]:
+        expected = STATES[row.status]  # type: ignore[index]  # in STATES (so not pending)
+        if trial.state != expected:
             problems.append(
                 Problem(
                     ledger_file,
                     f"trial {trial.number} (run {run_id}) is {trial.state.name}, the run is "
-                    f"{row['status']} (expected {STATES[row['status']].name})",
+                    f"{row.status} (expected {expected.name})",
                 )
             )
         metric = study.user_attrs.get("metric")
-        recorded = (row.get("metrics") or {}).get(metric)
-        if row["status"] == "accepted" and trial.value != recorded:
+        recorded = row.metrics.get(metric) if isinstance(metric, str) else None
+        if row.status == "accepted" and trial.value != recorded:
             problems.append(
                 Problem(
                     ledger_file,
@@ -79,13 +80,13 @@ def check_ledger(out_dir: Path, manifest: dict[str, Any], ledger_file: str) -> l
                     f"the manifest's {metric} is {recorded!r}",
                 )
             )
-    for run_id in sorted(set(latest) - set(ran), key=str):
-        problems.append(Problem(ledger_file, f"has a trial for run {run_id}, which did not run"))
+    for stray in sorted(set(latest) - set(ran), key=str):
+        problems.append(Problem(ledger_file, f"has a trial for run {stray}, which did not run"))
     return problems
 
 
 def check_checkpoint(
-    row: dict[str, Any],
+    row: ManifestRun,
     plan: Plan,
     campaign_id: str,
     plan_hash: str,
@@ -98,20 +99,18 @@ def check_checkpoint(
     `stores` caches the opened store per prefix (None: never open one); a store that cannot
     be listed is reported once, not once per run. Returns (problems, note); the note says
     why a store was not opened (memory://). A relative `file://` URI is inside `out_dir`."""
-    uri = (row.get("checkpoint") or {}).get("uri")
-    run_id = row["run_id"]
-    owner = row.get("continues") or run_id  # a pilot saves in its main run's folder
+    uri = row.checkpoint.uri
+    run_id = row.run_id
+    owner = row.continues or run_id  # a pilot saves in its main run's folder
     if uri is None:
         return [], None
     if USERINFO.search(uri.encode()):
-        return [
-            Problem("manifest.json", f"checkpoint URI of run {run_id} carries credentials")
-        ], None
+        return [Problem(MANIFEST, f"checkpoint URI of run {run_id} carries credentials")], None
     match = STEP_FOLDER.match(uri)
     if match is None or (match["campaign"], match["run"]) != (campaign_id, owner):
         return [
             Problem(
-                "manifest.json",
+                MANIFEST,
                 f"checkpoint URI of run {run_id} points elsewhere: {uri} is not "
                 f"<store>/{campaign_id}/{owner}/step-NNNNNNNN",
             )
@@ -121,7 +120,7 @@ def check_checkpoint(
     if scheme != planned.partition("://")[0] or (scheme != "file" and match["prefix"] != planned):
         return [
             Problem(
-                "manifest.json",
+                MANIFEST,
                 f"checkpoint URI of run {run_id} is outside the plan's store {planned}: {uri}",
             )
         ], None
@@ -175,7 +174,7 @@ def _open(plan: Plan, prefix: str, campaign_id: str, out_dir: Path | None) -> An
 
 
 def reevaluate(
-    out_dir: Path, rows: list[tuple[dict[str, Any], str]], plan: Plan, tolerances: dict[str, float]
+    out_dir: Path, rows: list[tuple[ManifestRun, str]], plan: Plan, tolerances: dict[str, float]
 ) -> list[Problem]:
     """Each (row, model path): rebuild, load the weights, evaluate on the CPU, compare.
 
@@ -192,25 +191,25 @@ def reevaluate(
     try:
         factory = load_workload(plan.workload.entry)
     except Exception as exc:
-        return [Problem("plan.yaml", f"cannot re-evaluate any model: {exc}")]
+        return [Problem(PLAN, f"cannot re-evaluate any model: {exc}")]
     metric, problems = plan.metric.name, []
     for row, model in rows:
         try:
             weights = load_weights(out_dir / model)
-            seed_everything(int(row["seed"]))
+            seed_everything(row.seed)
             workload = factory.build(
-                row["params"], seed=int(row["seed"]), device=torch.device("cpu"), steps=row["steps"]
+                row.params, seed=row.seed, device=torch.device("cpu"), steps=row.steps
             )
             workload.model.load_state_dict(weights)
             got = float(workload.evaluate().metrics[metric])
         except Exception as exc:  # a model that cannot be rebuilt or evaluated is the finding
             problems.append(Problem(model, f"cannot be re-evaluated: {type(exc).__name__}: {exc}"))
             continue
-        recorded = (row.get("metrics") or {}).get(metric)
-        trained_on = "cpu" if str(row.get("device", "cpu")).startswith("cpu") else "other"
+        recorded = row.metrics.get(metric)
+        trained_on = "cpu" if row.device.startswith("cpu") else "other"
         tolerance = tolerances[trained_on]
         if not isinstance(recorded, (int, float)) or not math.isfinite(recorded):
-            problems.append(Problem(model, f"run {row['run_id']} records no finite {metric}"))
+            problems.append(Problem(model, f"run {row.run_id} records no finite {metric}"))
         elif not abs(got - recorded) <= tolerance:
             problems.append(
                 Problem(

@@ -7,6 +7,7 @@ from pathlib import Path
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
+from ablations.campaign_folder import REPORT
 from ablations.campaign_phases import export_outputs
 
 
@@ -14,7 +15,7 @@ from ablations.campaign_phases import export_outputs
 def write_results(out_dir: str) -> str:
     """Write the output folder from the completion records; return the manifest's path."""
     manifest = export_outputs(Path(out_dir))
-    report = Path(out_dir) / "REPORT.md"
+    report = Path(out_dir) / REPORT
     if report.exists():
         create_markdown_artifact(key="campaign-report", markdown=report.read_text())
     return str(manifest)

@@ -1,14 +1,12 @@
 """The campaign report: REPORT.md with effects, errors, budget and plots, and its rebuild."""
 
+from ablations.campaign_folder import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.decision import decision_reached
 from ablations.report.from_folder import ReportError, rebuild_report, report_command
 from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
 from ablations.report.markdown import effect_line, render_report
 from ablations.report.plots import (
-    EFFECTS_PNG,
-    PER_CLASS_PNG,
-    TIMELINE_PNG,
     plot_effects,
     plot_per_class,
     plot_timeline,

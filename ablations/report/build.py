@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ablations.campaign_state import atomic_write_text
+from ablations.campaign_folder import (
+    EFFECTS_PNG,
+    PER_CLASS_PNG,
+    REPORT,
+    TIMELINE_PNG,
+    atomic_write_text,
+)
 from ablations.report.inputs import ReportInputs
 from ablations.report.markdown import render_report
 from ablations.report.plots import (
-    EFFECTS_PNG,
-    PER_CLASS_PNG,
-    TIMELINE_PNG,
     plot_effects,
     plot_per_class,
     plot_timeline,
     timeline_marks,
 )
 
-REPORT_FILE = "REPORT.md"
+REPORT_FILE = REPORT
 
 
 def build_report(out_dir: Path, inputs: ReportInputs) -> str:

@@ -9,42 +9,33 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
-from ablations.campaign_state import MANIFEST, read_manifest
+from ablations.campaign_folder import MANIFEST, PLAN
 from ablations.errors import AblationError
+from ablations.manifest import BudgetSummary, ManifestRun, read_manifest
 from ablations.plan_io import load_plan
-from ablations.records import RunRecord
 from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
-from ablations.variants import PlannedRun
 
 
 class ReportError(AblationError):
     """The output folder lacks what a report is rebuilt from."""
 
 
-def run_from_row(row: dict[str, Any]) -> ReportRun:
+def run_from_row(row: ManifestRun) -> ReportRun:
     """A manifest row (planned fields + record fields) as a `ReportRun`; no record if pending."""
-    planned = PlannedRun.model_validate({k: row[k] for k in PlannedRun.model_fields if k in row})
-    if row.get("status") in (None, "pending"):
-        return ReportRun(planned=planned)
-    fields = {k: row[k] for k in RunRecord.model_fields if k in row and row[k] is not None}
-    if isinstance(fields.get("artifacts"), list):  # manifest format 2: hashed entries
-        fields["artifacts"] = {
-            a["kind"]: a["path"] for a in fields["artifacts"] if a["kind"] != "record"
-        }
-    return ReportRun(planned=planned, record=RunRecord.model_validate(fields))
+    return ReportRun(planned=row.planned, record=row.record())
 
 
-def _budget_markdown(budget: Any) -> str | None:
-    if not isinstance(budget, dict) or not budget:
+def _budget_markdown(budget: BudgetSummary | None) -> str | None:
+    if budget is None:
         return None
-    if isinstance(budget.get("markdown"), str):
-        return str(budget["markdown"])
-    rows = "\n".join(f"| {k} | {v} |" for k, v in budget.items() if not isinstance(v, (dict, list)))
+    if budget.markdown is not None:
+        return budget.markdown
+    items = (budget.model_extra or {}).items()
+    rows = "\n".join(f"| {k} | {v} |" for k, v in items if not isinstance(v, (dict, list)))
     return f"| Item | Value |\n|---|---|\n{rows}" if rows else None
 
 
@@ -58,27 +49,29 @@ def report_inputs(out_dir: Path) -> ReportInputs:
     """What the report is built from, read from the folder's manifest and plan alone."""
     out_dir = Path(out_dir)
     manifest = read_manifest(out_dir)
-    plan_path = out_dir / "plan.yaml"
+    plan_path = out_dir / PLAN
     if not plan_path.exists():
         raise ReportError(f"{plan_path} does not exist; the registered plan is needed")
     plan = load_plan(plan_path, check_workload=False)
     try:
-        runs = [run_from_row(row) for row in manifest["runs"]]
-    except (ValidationError, KeyError, TypeError) as exc:
+        runs = [run_from_row(row) for row in manifest.runs]
+    except ValidationError as exc:
         raise ReportError(f"{out_dir / MANIFEST}: a run row is malformed: {exc}") from exc
-    gate = manifest.get("gate") or {}
+    gate = manifest.gate
+    # A gate written without its `source` (older folders) names nobody, not the default.
+    source = gate.source if gate and "source" in gate.model_fields_set else None
     inputs = assemble_inputs(
         out_dir,
         plan,
         runs,
-        campaign_id=manifest.get("campaign_id"),
-        plan_hash=manifest.get("plan_hash"),
-        gate_decision=gate.get("decision"),
-        gate_reason=gate.get("reason"),
-        gate_source=gate.get("source"),
-        budget_markdown=_budget_markdown(manifest.get("budget")),
-        planned_vs_realized_markdown=manifest.get("planned_vs_realized_markdown"),
-        ledger_url=manifest.get("ledger_url"),
+        campaign_id=manifest.campaign_id,
+        plan_hash=manifest.plan_hash,
+        gate_decision=gate.decision if gate else None,
+        gate_reason=gate.reason if gate else None,
+        gate_source=source,
+        budget_markdown=_budget_markdown(manifest.budget),
+        planned_vs_realized_markdown=manifest.planned_vs_realized_markdown,
+        ledger_url=manifest.ledger_url,
     )
     return inputs
 

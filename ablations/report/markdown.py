@@ -6,9 +6,9 @@ import math
 from collections.abc import Sequence
 
 from ablations.analysis import Effect, ErrorAnalysis, run_reason
+from ablations.campaign_folder import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.decision import decision_reached
 from ablations.report.inputs import ReportInputs, ReportRun
-from ablations.report.plots import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.units import metric, significant
 
 __all__ = ["decision_reached", "effect_line", "render_report", "table"]

@@ -16,13 +16,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ablations.analysis import Effect, ErrorAnalysis, per_class_frame
-from ablations.campaign_state import load_json
+from ablations.campaign_folder import CampaignFolder
 from ablations.plan_sections import MetricSection
 from ablations.report.inputs import ReportRun
 
-EFFECTS_PNG = "effects.png"
-PER_CLASS_PNG = "per_class_change.png"
-TIMELINE_PNG = "timeline.png"
 STATUS_COLORS = {
     "accepted": "tab:green",
     "rejected": "tab:orange",
@@ -146,11 +143,11 @@ report's tables name them)."""
 def timeline_marks(out_dir: Path) -> dict[str, float | None]:
     """The campaign's start (registration) and the gate's close (its decision) from the
     folder, for `plot_timeline`; None where the folder does not record them."""
-    registration = load_json(out_dir, "registration.json") or {}
-    gate = load_json(out_dir, "gate.json") or {}
+    folder = CampaignFolder(out_dir)
+    registration, gate = folder.registration(), folder.gate()
     return {
-        "campaign_start": registration.get("registered_at"),
-        "gate_closed": gate.get("decided_at"),
+        "campaign_start": registration.registered_at if registration else None,
+        "gate_closed": gate.decided_at if gate else None,
     }
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ablations.campaign_folder import REFRAME_DRAFT
 from ablations.campaign_phases import (
-    REFRAME_DRAFT,
     execute_registered_run,
     gate_decided,
     gate_recommendation,

@@ -17,6 +17,7 @@ import torch
 from ablations.campaign_state import NotACampaignFolder, read_manifest
 from ablations.cli import main
 from ablations.credentials import find_credentials, redact_url, secret_values
+from ablations.manifest import ManifestRun
 from ablations.verify_files import check_entry, scan_paths
 
 
@@ -120,6 +121,17 @@ def test_an_unfinished_export_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     assert "ledger.db: missing" in lines
 
 
+def _row(run_id: str, uri: str, continues: str | None = None) -> ManifestRun:
+    """A finished run's manifest row with a checkpoint URI (what the checkpoint check reads)."""
+    return ManifestRun.model_validate(
+        {
+            **{"run_id": run_id, "variant": "control", "factor": None, "level": None},
+            **{"seed": 0, "category": "essential", "phase": "main", "steps": 20, "params": {}},
+            **{"status": "accepted", "continues": continues, "checkpoint": {"uri": uri}},
+        }
+    )
+
+
 def test_an_unreachable_store_is_one_problem_not_one_per_run() -> None:
     from ablations.plan import parse_plan, plan_hash
     from ablations.verify_reload import check_checkpoint
@@ -135,16 +147,13 @@ def test_an_unreachable_store_is_one_problem_not_one_per_run() -> None:
     stores: dict[str, object] = {}
     lines = []
     for run_id in ("a", "b"):
-        row = {
-            "run_id": run_id,
-            "checkpoint": {"uri": f"s3://bucket/p/tiny/{run_id}/step-00000020"},
-        }
+        row = _row(run_id, f"s3://bucket/p/tiny/{run_id}/step-00000020")
         problems, _ = check_checkpoint(row, plan, "tiny", plan_hash(plan), stores=stores)
         lines += [str(p) for p in problems]
     assert len(lines) == 1 and lines[0].startswith(
         "s3://bucket/p: checkpoint store cannot be listed"
     )
-    row = {"run_id": "a", "checkpoint": {"uri": "s3://other/p/tiny/a/step-00000020"}}
+    row = _row("a", "s3://other/p/tiny/a/step-00000020")
     [problem] = check_checkpoint(row, plan, "tiny", plan_hash(plan), stores=stores)[0]
     assert "outside the plan's store s3://bucket/p" in str(problem)
 
@@ -162,9 +171,9 @@ def test_a_pilots_checkpoint_is_its_main_runs_and_is_not_reopened() -> None:
     }
     plan = parse_plan(data)
     uri = "s3://bucket/p/tiny/main-s0/step-00000020"
-    pilot = {"run_id": "pilot-s0", "continues": "main-s0", "checkpoint": {"uri": uri}}
+    pilot = _row("pilot-s0", uri, continues="main-s0")
     # Its main run's folder (which that run may have pruned since): no problem, no store opened.
     assert check_checkpoint(pilot, plan, "tiny", plan_hash(plan), stores={}) == ([], None)
-    elsewhere = {**pilot, "continues": "other-s0"}
+    elsewhere = pilot.model_copy(update={"continues": "other-s0"})
     [problem] = check_checkpoint(elsewhere, plan, "tiny", plan_hash(plan), stores={})[0]
     assert "points elsewhere" in str(problem) and "tiny/other-s0/step-" in str(problem)

@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 import torch
 
+from ablations.manifest import read_manifest
 from ablations.verify import verify_folder
 from tests.ablations.test_ledger import assert_ledger_matches_manifest
 from tests.conftest import ROOT
@@ -131,6 +132,14 @@ def test_manifest_holds_the_contract(campaign: Campaign) -> None:
     frame = pd.read_csv(out / "runs.csv")
     assert set(frame["run_id"]) == {r["run_id"] for r in runs}
     assert_ledger_matches_manifest(out)
+
+
+def test_the_manifest_validates_and_is_written_again_byte_for_byte(campaign: Campaign) -> None:
+    text = (campaign.out / "manifest.json").read_text()
+    manifest = read_manifest(campaign.out)
+    assert manifest.to_json() == text  # the typed model loses and adds nothing
+    accepted = [r for r in manifest.runs if r.status == "accepted"]
+    assert accepted and all(r.artifact("model") and r.checkpoint.uri for r in accepted)
 
 
 def test_no_planted_credential_in_the_folder_or_the_logs(campaign: Campaign) -> None:
