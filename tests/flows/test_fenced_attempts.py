@@ -153,3 +153,60 @@ def test_a_late_attempt_declared_lost_commits_nothing_and_the_accepted_one_is_cl
     for name, relative in accepted.artifacts.items():
         if name != "metrics":  # its step times are wall-clock
             assert (out / relative).read_bytes() == (clean_out / relative).read_bytes(), name
+
+
+def test_a_run_whose_attempts_were_all_lost_fails_for_the_infrastructure_and_a_rerun_resubmits(
+    prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    """No worker: every flow run is reported Crashed (as Prefect does for a lost host)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+    from prefect.states import Crashed
+
+    from flows.variant import variant_run
+
+    pool = f"lost-{tmp_path.name[-12:]}".lower().replace("_", "-")
+    with get_client(sync_client=True) as client:
+        client.create_work_pool(WorkPoolCreate(name=pool, type="process"))
+        deployment = client.create_deployment(
+            flow_id=client.create_flow(variant_run),
+            name=pool,
+            work_pool_name=pool,
+            entrypoint="flows/variant.py:variant_run",
+        )
+    only_ours = DeploymentFilter(id=DeploymentFilterId(any_=[deployment]))
+    done = threading.Event()
+
+    def host_lost() -> None:  # every submitted attempt crashes before it starts
+        with get_client(sync_client=True) as client:
+            while not done.is_set():
+                for flow_run in client.read_flow_runs(deployment_filter=only_ours):
+                    if flow_run.state is not None and not flow_run.state.is_final():
+                        client.set_flow_run_state(flow_run.id, Crashed(message="host lost"))
+                time.sleep(0.2)
+
+    spec = _registered_spec(tmp_path, tiny_plan)
+    runner = RemoteRunner(PoolSettings(pool, attempts=2, poll_s=0.2))
+    crasher = threading.Thread(target=host_lost, daemon=True)
+    crasher.start()
+    try:
+        first = runner.run(spec)
+        rerun = runner.run(spec)  # what `ablate run` does again for a run lost this way
+    finally:
+        done.set()
+        crasher.join(timeout=30)
+
+    for record in (first, rerun):
+        assert record.status == "failed" and record.lost, record
+        assert record.error is not None and record.error.cause == "infrastructure"
+        assert "2 attempts" in record.error.message and "rerun" in record.error.message
+    with get_client(sync_client=True) as client:
+        submitted = client.read_flow_runs(deployment_filter=only_ours)
+    # The rerun submitted fresh attempts, not the lost ones back by their idempotency keys.
+    assert len(submitted) == 4
+    attempts = {flow_run.parameters["attempt"] for flow_run in submitted}
+    assert len(attempts) == 4
+    assert spec.checkpoint is not None
+    store = open_store(spec.checkpoint, check=False)
+    assert fence.accepted(store, "tiny", spec.run_id) in attempts
