@@ -35,8 +35,9 @@ def variant_run(
 ) -> dict[str, Any]:
     """Run one registered run on this host; its record also lands next to its checkpoints.
 
-    `attempt` is the id the campaign accepted for this submission (default: the flow run's
-    id, for a run started by hand); only the accepted attempt commits."""
+    `attempt` is the id the campaign accepted for this submission; only the accepted attempt
+    commits (None: the flow run's id, which no campaign accepted, so such a run started by
+    hand trains but commits nothing)."""
     result = run_on_host(spec, kind, expected_inputs, attempt=attempt or str(flow_run.get_id()))
     parsed: dict[str, Any] = json.loads(result)
     return parsed
