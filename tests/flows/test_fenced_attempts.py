@@ -154,6 +154,14 @@ def test_a_late_attempt_declared_lost_commits_nothing_and_the_accepted_one_is_cl
         if name != "metrics":  # its step times are wall-clock
             assert (out / relative).read_bytes() == (clean_out / relative).read_bytes(), name
 
+    # `ablate verify` reopens the accepted attempt's checkpoint where the record names it.
+    from ablations.campaign_state import registered_plan
+    from ablations.verify_reload import check_checkpoint
+
+    row = accepted.model_dump(mode="json")
+    plan = registered_plan(out)
+    assert check_checkpoint(row, plan, "tiny", spec.plan_hash, stores={}) == ([], None)
+
 
 def test_a_run_whose_attempts_were_all_lost_fails_for_the_infrastructure_and_a_rerun_resubmits(
     prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any]
