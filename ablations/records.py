@@ -179,6 +179,9 @@ class RunSpec(Record):
     resume_step: int = 0
     """The step this run expects to resume from (its pilot's last); resuming from fewer is
     noted in the record's checkpoint summary."""
+    attempt: str | None = None
+    """The work-pool attempt running it (its flow run id): its checkpoints go in a folder of
+    their own and commit only while the campaign accepts it (None: a local slot)."""
 
 
 class RunEnvironment(Record):

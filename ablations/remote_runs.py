@@ -3,16 +3,21 @@
 With `ablate run --pool NAME` the campaign submits each run (and the preflight) with
 `run_deployment("variant/NAME")`; a worker on a GPU host runs it on one of that host's slots
 (`flows/variant.py`, `ablations.host_slots`). The two sides meet in the checkpoint store,
-which every host reaches with its own credentials:
+which every host reaches with its own credentials. Each submission is an *attempt* with an
+id of its own, and writes only under it:
 
-    <store>/<campaign>/<run_id>/step-NNNNNNNN/          checkpoints (ablations.checkpoint)
-    <store>/<campaign>/<run_id>/heartbeat.json          the attempt's liveness, every 5 s
-    <store>/<campaign>/<run_id>/outputs/<artifact>      metrics and predictions of the run
-    <store>/<campaign>/<run_id>/outputs/result.json     the record, written last
+    <store>/<campaign>/<run_id>/accepted.json                      the attempt the campaign waits on
+    <store>/<campaign>/<run_id>/attempts/<a>/heartbeat.json        its liveness, every 5 s
+    <store>/<campaign>/<run_id>/attempts/<a>/step-NNNNNNNN/        its checkpoints
+    <store>/<campaign>/<run_id>/attempts/<a>/outputs/<artifact>    its metrics and predictions
+    <store>/<campaign>/<run_id>/attempts/<a>/outputs/result.json   its record, written last
 
 A flow run whose heartbeat stops (its host died: nobody is left to report it crashed) is set
-Crashed by the campaign and submitted again; the new attempt, on any host, resumes from the
-last committed checkpoint because the run id and the store prefix are the same.
+Crashed by the campaign, and another attempt is accepted and submitted; it resumes, on any
+host, from the newest checkpoint any attempt committed. A lost attempt that is in fact alive
+(a paused host that wakes up) is fenced (`ablations.checkpoint.fence`): it commits no more
+checkpoints, its result is not written, and the campaign reads only the accepted attempt's
+result and outputs, so nothing of the late attempt reaches the output folder.
 Prefect is imported inside the campaign-side calls only, so the worker side stays plain.
 """
 
@@ -24,12 +29,14 @@ import os
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from ablations.checkpoint import fence
 from ablations.errors import AblationError, StoreError
 from ablations.host_slots import HostSlots
 from ablations.plan_sections import CheckpointSection, ResourcesSection
@@ -47,6 +54,8 @@ Kind = Literal["run", "preflight"]
 RESULT, HEARTBEAT, OUTPUTS = "outputs/result.json", "heartbeat.json", "outputs"
 HEARTBEAT_SECONDS = 5.0
 """How often a running attempt rewrites its heartbeat: cheap next to a checkpoint."""
+COMMIT_TRIES = 4
+"""Reads of the accepted pointer before an attempt's result is given up (a slow store)."""
 
 
 def require_shared_store(section: CheckpointSection | None) -> None:
@@ -71,13 +80,14 @@ def _store(spec: RunSpec) -> FsspecStore:
     return open_store(spec.checkpoint, check=False)
 
 
-def _prefix(spec: RunSpec) -> str:
-    return f"{spec.campaign_id}/{spec.run_id}"
+def _prefix(spec: RunSpec, attempt: str) -> str:
+    """Where one attempt of the run writes (its checkpoints are in the same folder)."""
+    return f"{spec.campaign_id}/{spec.run_id}/attempts/{attempt}"
 
 
-def _result(store: FsspecStore, spec: RunSpec) -> str | None:
+def _result(store: FsspecStore, spec: RunSpec, attempt: str) -> str | None:
     try:
-        return store.get(f"{_prefix(spec)}/{RESULT}").decode()
+        return store.get(f"{_prefix(spec, attempt)}/{RESULT}").decode()
     except StoreError:
         return None
 
@@ -96,7 +106,7 @@ def _heartbeat(store: FsspecStore, spec: RunSpec, attempt: str, host: str) -> It
             count += 1
             body = {"attempt": attempt, "host": host, "beat": count, "pid": os.getpid()}
             try:
-                store.put(f"{_prefix(spec)}/{HEARTBEAT}", json.dumps(body).encode())
+                store.put(f"{_prefix(spec, attempt)}/{HEARTBEAT}", json.dumps(body).encode())
             except StoreError as exc:  # a missed beat is not a failed run
                 log.warning("heartbeat of %s not written: %s", spec.run_id, exc)
             if stop.wait(HEARTBEAT_SECONDS):
@@ -117,16 +127,39 @@ def run_on_host(
     """On a worker's host: lease a slot, run, leave outputs and the result in the store.
 
     The heartbeat starts first, so a flow run waiting for a busy host is not taken for a
-    lost one. Returns the result (a `RunRecord` or `PreflightReport`) as JSON."""
+    lost one. Returns the result (a `RunRecord` or `PreflightReport`) as JSON, once it is
+    committed; `SupersededAttempt` (and a line in this attempt's log) when the campaign had
+    declared this attempt lost and accepted another meanwhile: nothing of it is committed."""
     store = _store(spec)
     host = HostSlots.from_env()
     with _heartbeat(store, spec, attempt, host.host), host.lease() as slot:
         if kind == "preflight":
             result = _on_slot(slot, "preflight", spec, expected_inputs)
         else:
-            result = _run_and_upload(slot, store, spec)
-    store.put(f"{_prefix(spec)}/{RESULT}", result.encode())
+            result = _run_and_upload(slot, store, spec.model_copy(update={"attempt": attempt}))
+    _commit(store, spec, attempt, result)
     return result
+
+
+def _commit(store: FsspecStore, spec: RunSpec, attempt: str, result: str) -> None:
+    """Write the attempt's result, unless the campaign accepts another attempt now."""
+    _require_accepted(store, spec, attempt)
+    store.put(f"{_prefix(spec, attempt)}/{RESULT}", result.encode())
+
+
+def _require_accepted(store: FsspecStore, spec: RunSpec, attempt: str) -> None:
+    """`SupersededAttempt`, said in this attempt's log, once another attempt is accepted."""
+    for tries in range(1, COMMIT_TRIES + 1):
+        try:
+            fence.require_accepted(store, spec.campaign_id, spec.run_id, attempt)
+            return
+        except fence.SupersededAttempt as exc:
+            say(f"{spec.variant} seed {spec.seed}: result not committed: {exc}")
+            raise
+        except StoreError:  # the pointer unread is no licence to commit: ask again
+            if tries == COMMIT_TRIES:
+                raise
+            time.sleep(HEARTBEAT_SECONDS)
 
 
 def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int] | None) -> str:
@@ -157,12 +190,14 @@ def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int]
 def _run_and_upload(slot: SlotSpec, store: FsspecStore, spec: RunSpec) -> str:
     if spec.out_dir is None:
         return _on_slot(slot, "run", spec, None)
+    assert spec.attempt is not None
     with tempfile.TemporaryDirectory(prefix="ablate-run-") as local:
         reply = _on_slot(slot, "run", spec.model_copy(update={"out_dir": local}), None)
         record = RunRecord.model_validate_json(reply)
+        _require_accepted(store, spec, spec.attempt)  # a superseded attempt uploads nothing
         for relative in record.artifacts.values():
             data = (Path(local) / relative).read_bytes()
-            store.put(f"{_prefix(spec)}/{OUTPUTS}/{relative}", data)
+            store.put(f"{_prefix(spec, spec.attempt)}/{OUTPUTS}/{relative}", data)
     return reply
 
 
@@ -179,7 +214,8 @@ class PoolSettings:
     """A running attempt whose heartbeat has not changed for this long is declared lost:
     long enough to ride out a slow store (S3 reads may take 60 s), short next to a run."""
     attempts: int = 3
-    """Submissions per run before it is recorded as failed (each resumes the last)."""
+    """Submissions per run before it is recorded as failed, for an infrastructure cause
+    (each resumes the last; a rerun of the campaign submits it again)."""
     poll_s: float = 2.0
 
     @property
@@ -242,6 +278,24 @@ def require_pool(settings: PoolSettings) -> None:
             ) from None
 
 
+class Attempted(NamedTuple):
+    """How the submissions of one run ended."""
+
+    result: str | None
+    """The accepted attempt's result (JSON), or None when every attempt was lost."""
+    attempt: str | None
+    """The attempt whose result it is: its outputs are read from its folder only."""
+    problem: str
+    """Why no result came back (empty with a result)."""
+
+
+def accepted_result(store: FsspecStore, spec: RunSpec) -> Attempted | None:
+    """The result of the attempt the campaign accepts, if it left one: never another's."""
+    attempt = fence.accepted(store, spec.campaign_id, spec.run_id)
+    result = _result(store, spec, attempt) if attempt is not None else None
+    return Attempted(result, attempt, "") if result is not None else None
+
+
 class RemoteRunner:
     """The campaign's handle on the pool, used where a leased `SlotWorker` is used locally."""
 
@@ -251,15 +305,16 @@ class RemoteRunner:
     def run(self, spec: RunSpec) -> RunRecord:
         """Run one run on the pool; bring its artifacts into the campaign's output folder."""
         store = _store(spec)
-        reply, problem = self._call("run", spec, None, store)
-        if reply is None:
-            return RunRecord.failed(spec, "WorkerLost", problem)
-        record = RunRecord.model_validate_json(reply)
+        outcome = self._call("run", spec, None, store)
+        if outcome.result is None or outcome.attempt is None:
+            return RunRecord.failed(spec, "WorkerLost", outcome.problem)
+        record = RunRecord.model_validate_json(outcome.result)
         if spec.out_dir is not None:
+            outputs = f"{_prefix(spec, outcome.attempt)}/{OUTPUTS}"
             for relative in record.artifacts.values():
                 target = Path(spec.out_dir) / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
-                data = store.get(f"{_prefix(spec)}/{OUTPUTS}/{relative}")
+                data = store.get(f"{outputs}/{relative}")
                 partial = target.with_name(f".{target.name}.part")
                 partial.write_bytes(data)
                 os.replace(partial, target)
@@ -267,28 +322,35 @@ class RemoteRunner:
 
     def preflight(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightReport:
         """The data and restart checks, on a slot of one of the pool's hosts."""
-        reply, problem = self._call("preflight", spec, expected, _store(spec))
-        if reply is None:
-            return PreflightReport(passed=False, error=RunError(type="WorkerLost", message=problem))
-        return PreflightReport.model_validate_json(reply)
+        outcome = self._call("preflight", spec, expected, _store(spec))
+        if outcome.result is None:
+            error = RunError(type="WorkerLost", message=outcome.problem, cause="infrastructure")
+            return PreflightReport(passed=False, error=error)
+        return PreflightReport.model_validate_json(outcome.result)
 
     def _call(
         self, kind: Kind, spec: RunSpec, expected: dict[str, int] | None, store: FsspecStore
-    ) -> tuple[str | None, str]:
-        """Submit until a result is in the store: (result JSON or None, the last problem)."""
+    ) -> Attempted:
+        """Submit attempts until the accepted one leaves its result in the store."""
         from prefect.client.schemas.objects import FlowRun
         from prefect.deployments import run_deployment
 
-        known = _result(store, spec)  # a restarted campaign finds finished attempts here
+        known = accepted_result(store, spec)  # a restarted campaign finds it here
         if known is not None:
-            return known, ""
-        parameters: dict[str, Any] = {
-            "spec": spec.model_dump(mode="json"),
-            "kind": kind,
-            "expected_inputs": expected,
-        }
+            return known
         problem = "never submitted"
-        for attempt in range(1, self.settings.attempts + 1):
+        for number in range(1, self.settings.attempts + 1):
+            # Ours, accepted before the flow run exists: it may commit from its first step.
+            # Unique per submission, so a rerun of the campaign submits afresh rather than
+            # getting back (by idempotency key) the flow runs that were lost last time.
+            attempt = f"{number}-{uuid.uuid4().hex[:12]}"
+            fence.accept(store, spec.campaign_id, spec.run_id, attempt)
+            parameters: dict[str, Any] = {
+                "spec": spec.model_dump(mode="json"),
+                "kind": kind,
+                "expected_inputs": expected,
+                "attempt": attempt,
+            }
             flow_run = run_deployment(
                 self.settings.deployment,
                 parameters=parameters,
@@ -296,14 +358,18 @@ class RemoteRunner:
                 idempotency_key=f"{spec.campaign_id}/{spec.run_id}/{attempt}",
             )
             assert isinstance(flow_run, FlowRun)  # sync call: no coroutine
-            problem = self._wait(flow_run.id, store, spec)
-            result = _result(store, spec)
+            problem = self._wait(flow_run.id, store, spec, attempt)
+            result = _result(store, spec, attempt)
             if result is not None:
-                return result, ""
-            say(f"  {spec.variant} seed {spec.seed} ({kind}): attempt {attempt} lost: {problem}")
-        return None, f"{self.settings.attempts} attempts on pool {self.settings.pool}: {problem}"
+                return Attempted(result, attempt, "")
+            say(f"  {spec.variant} seed {spec.seed} ({kind}): attempt {number} lost: {problem}")
+        problem = (
+            f"{self.settings.attempts} attempts on pool {self.settings.pool} lost "
+            f"(a rerun of the campaign submits it again): {problem}"
+        )
+        return Attempted(None, None, problem)
 
-    def _wait(self, flow_run_id: Any, store: FsspecStore, spec: RunSpec) -> str:
+    def _wait(self, flow_run_id: Any, store: FsspecStore, spec: RunSpec, attempt: str) -> str:
         """Until the flow run is final, or its heartbeat stops; how it ended, in words."""
         from prefect.client.orchestration import get_client
         from prefect.states import Crashed
@@ -316,7 +382,7 @@ class RemoteRunner:
                 if state is not None and state.is_final():
                     return f"flow run {flow_run_id} ended {state.type.value}: {state.message}"
                 now = time.monotonic()
-                beat = self._beat(store, spec, str(flow_run_id))
+                beat = self._beat(store, spec, attempt)
                 if state is None or not state.is_running() or beat != last_beat:
                     last_beat, changed = beat, now  # queued or alive: keep waiting
                 elif now - changed > self.settings.heartbeat_timeout_s:
@@ -332,10 +398,10 @@ class RemoteRunner:
     @staticmethod
     def _beat(store: FsspecStore, spec: RunSpec, attempt: str) -> str | None:
         try:
-            beat = json.loads(store.get(f"{_prefix(spec)}/{HEARTBEAT}"))
+            beat = json.loads(store.get(f"{_prefix(spec, attempt)}/{HEARTBEAT}"))
         except (StoreError, ValueError):
             return None
-        return json.dumps(beat, sort_keys=True) if beat.get("attempt") == attempt else None
+        return json.dumps(beat, sort_keys=True)
 
 
 _POOLS: dict[str, RemoteRunner] = {}

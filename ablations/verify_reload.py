@@ -27,7 +27,8 @@ from ablations.plan import Plan
 from ablations.verify_files import Problem, load_weights
 
 STEP_FOLDER = re.compile(
-    r"^(?P<prefix>.+)/(?P<campaign>[^/]+)/(?P<run>[^/]+)/step-(?P<step>\d{8})$"
+    r"^(?P<prefix>.+?)/(?P<campaign>[^/]+)/(?P<run>[^/]+)(?:/attempts/(?P<attempt>[^/]+))?"
+    r"/step-(?P<step>\d{8})$"
 )
 
 
@@ -142,7 +143,7 @@ def check_checkpoint(
     store = stores[prefix]
     if isinstance(store, Problem):
         return [], None  # reported once, with the first run of this store
-    identity = commit.Identity(campaign_id, run_id, plan_hash)
+    identity = commit.Identity(campaign_id, run_id, plan_hash, match["attempt"])
     try:
         payload = commit.read(store, identity, int(match["step"]))
         loads(payload[MODEL], MODEL)

@@ -31,8 +31,13 @@ def variant_run(
     spec: RunSpec,
     kind: Literal["run", "preflight"] = "run",
     expected_inputs: dict[str, int] | None = None,
+    attempt: str | None = None,
 ) -> dict[str, Any]:
-    """Run one registered run on this host; its record also lands next to its checkpoints."""
-    result = run_on_host(spec, kind, expected_inputs, attempt=str(flow_run.get_id()))
+    """Run one registered run on this host; its record also lands next to its checkpoints.
+
+    `attempt` is the id the campaign accepted for this submission; only the accepted attempt
+    commits (None: the flow run's id, which no campaign accepted, so such a run started by
+    hand trains but commits nothing)."""
+    result = run_on_host(spec, kind, expected_inputs, attempt=attempt or str(flow_run.get_id()))
     parsed: dict[str, Any] = json.loads(result)
     return parsed

@@ -7,6 +7,11 @@
 A step folder without a readable commit record is partial (a save that died) and is never
 listed or loaded. A committed one is loaded only if its identity (plan hash, run id) matches
 and every object has the recorded size and sha256.
+
+An attempt of a run on a work pool writes its step folders under an attempt folder of its
+own, `<store>/<campaign>/<run_id>/attempts/<attempt>/step-<NNNNNNNN>/`, so two attempts of
+one run (a lost one still alive beside its replacement) never write, prune or remove the
+same objects; a resume reads the newest commit of any of them.
 """
 
 from __future__ import annotations
@@ -15,12 +20,13 @@ import hashlib
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ablations.checkpoint.store import Store
 from ablations.errors import StoreError
 
 COMMIT = "COMMIT.json"
+ATTEMPTS = "attempts"
 FORMAT = 1
 _STEP_DIR = re.compile(r"^step-(\d{8})$")
 
@@ -32,10 +38,19 @@ class Identity:
     campaign_id: str
     run_id: str
     plan_hash: str
+    attempt: str | None = None
+    """The work-pool attempt that writes here (None: the run's one writer, a local slot)."""
+
+    @property
+    def run_prefix(self) -> str:
+        return f"{self.campaign_id}/{self.run_id}"
 
     @property
     def prefix(self) -> str:
-        return f"{self.campaign_id}/{self.run_id}"
+        """Where this writer's step folders are."""
+        if self.attempt is None:
+            return self.run_prefix
+        return f"{self.run_prefix}/{ATTEMPTS}/{self.attempt}"
 
 
 class RefusedCheckpoint(StoreError):
@@ -61,6 +76,26 @@ def scan(store: Store, identity: Identity) -> tuple[list[int], list[int]]:
     committed = sorted(step for step, names in objects.items() if COMMIT in names)
     partial = sorted(step for step, names in objects.items() if COMMIT not in names)
     return committed, partial
+
+
+def committed_by_any(store: Store, identity: Identity) -> list[tuple[int, Identity]]:
+    """Every committed step of the run, in its own folder or any attempt's, as (step, the
+    writer's identity), ascending by step. One listing call."""
+    objects: dict[tuple[int, str | None], set[str]] = {}
+    for key in store.keys(identity.run_prefix):
+        parts = key[len(identity.run_prefix) + 1 :].split("/")
+        attempt = None
+        if len(parts) == 4 and parts[0] == ATTEMPTS:
+            attempt, parts = parts[1], parts[2:]
+        match = _STEP_DIR.match(parts[0])
+        if match and len(parts) == 2:
+            objects.setdefault((int(match.group(1)), attempt), set()).add(parts[1])
+    found = [
+        (step, replace(identity, attempt=attempt))
+        for (step, attempt), names in objects.items()
+        if COMMIT in names
+    ]
+    return sorted(found, key=lambda item: (item[0], item[1].attempt or ""))
 
 
 def write(store: Store, identity: Identity, step: int, payload: dict[str, bytes]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 
-from ablations.checkpoint import commit, state
+from ablations.checkpoint import commit, fence, state
 from ablations.checkpoint.commit import ForeignCheckpoint, Identity, RefusedCheckpoint
 from ablations.checkpoint.interval import IntervalPolicy
 from ablations.checkpoint.saver import Outcome, Retry, Saver
@@ -23,7 +23,11 @@ class CheckpointManager:
 
     The store is opened and probed here, so an unreachable store fails (`StoreError`)
     before any training. Write failures never raise into the loop: they are retried, then
-    counted in the summary `close()` returns, and logged as errors."""
+    counted in the summary `close()` returns, and logged as errors.
+
+    An attempt on a work pool (`spec.attempt`) writes in its own attempt folder and commits
+    only while the campaign accepts it (`ablations.checkpoint.fence`); once superseded it
+    commits nothing and its next checkpoint boundary ends the run (`SupersededAttempt`)."""
 
     def __init__(self, spec: RunSpec, *, store: Store | None = None, retry: Retry | None = None):
         if spec.checkpoint is None:
@@ -31,7 +35,9 @@ class CheckpointManager:
         self.section = spec.checkpoint
         # A pilot keeps its checkpoints under its main run's id (`checkpoint_id`).
         owner = spec.checkpoint_id or spec.run_id
-        self.identity = Identity(spec.campaign_id, owner, spec.plan_hash)
+        self.identity = Identity(spec.campaign_id, owner, spec.plan_hash, spec.attempt)
+        self.fenced_run = (spec.campaign_id, spec.run_id)  # the pool's key for the pointer
+        self.superseded: str | None = None
         self.expected_step = spec.resume_step
         self.store = store if store is not None else open_store(self.section)
         self.policy = IntervalPolicy(self.section)
@@ -47,25 +53,27 @@ class CheckpointManager:
 
         A corrupt or truncated one is refused (logged, noted in `last_error`) and the
         previous one is used; a foreign one (other plan hash or run id) raises."""
-        committed, partial = commit.scan(self.store, self.identity)
+        _, partial = commit.scan(self.store, self.identity)
         commit.remove(self.store, self.identity, partial)  # saves that died before commit
-        step, refused = 0, []
-        for candidate in reversed(committed):
+        step, refused, source = 0, [], self.identity
+        # Own commits and (on a pool) every earlier attempt's: the newest that verifies.
+        for candidate, writer in reversed(commit.committed_by_any(self.store, self.identity)):
             try:
-                payload = commit.read(self.store, self.identity, candidate)
-                step = state.restore(payload, workload, history)
+                payload = commit.read(self.store, writer, candidate)
+                step, source = state.restore(payload, workload, history), writer
                 break
             except ForeignCheckpoint:
                 raise
             except (RefusedCheckpoint, StoreError) as exc:
                 log.error("refused checkpoint step %d: %s", candidate, exc)
                 self.summary.last_error = f"refused step {candidate}: {exc}"
-                refused.append(candidate)
+                if writer == self.identity:  # another attempt's folder is never ours to edit
+                    refused.append(candidate)
         # Newer refused steps would shadow the ones this run writes again: remove them.
         commit.remove(self.store, self.identity, [s for s in refused if s > step])
         if step:
             self.summary.resumed_from_step = step
-            self.summary.uri = self.store.uri(commit.step_key(self.identity, step))
+            self.summary.uri = self.store.uri(commit.step_key(source, step))
             log.info("resumed run %s from step %d", self.identity.run_id, step)
         if step < self.expected_step:
             # e.g. a memory:// store lives in one worker process: the pilot's ran elsewhere
@@ -83,6 +91,8 @@ class CheckpointManager:
         self._elapsed = elapsed_train_seconds
         if self.saver.pending_done():
             self._collect(self.saver.wait())  # never blocks: the save is done
+        if self.superseded is not None:  # a lost attempt's training counts for nothing
+            raise fence.SupersededAttempt(self.superseded)
         return self.policy.due(step, elapsed_train_seconds)
 
     def save(self, step: int, workload: Workload, history: RunHistory) -> None:
@@ -96,6 +106,12 @@ class CheckpointManager:
         identity, store, keep = self.identity, self.store, self.section.keep_last
 
         def job() -> str:
+            if identity.attempt is not None:
+                try:
+                    fence.require_accepted(store, *self.fenced_run, identity.attempt)
+                except fence.SupersededAttempt as exc:
+                    self.superseded = str(exc)
+                    raise
             uri = commit.write(store, identity, step, snapshot.serialize())
             commit.prune(store, identity, keep, step)
             return uri

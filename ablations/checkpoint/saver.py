@@ -9,6 +9,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from ablations.checkpoint.fence import SupersededAttempt
+
 log = logging.getLogger(__name__)
 
 
@@ -70,6 +72,9 @@ class Saver:
             try:
                 uri = job()
                 return Outcome(step, uri, None, attempt, time.perf_counter() - submitted)
+            except SupersededAttempt as exc:  # final: no retry makes this attempt accepted again
+                log.warning("checkpoint step %d not committed: %s", step, exc)
+                return Outcome(step, None, str(exc), attempt, time.perf_counter() - submitted)
             except Exception as exc:  # every failure is retried, then reported, never raised
                 error = f"{type(exc).__name__}: {exc}"
                 if attempt < self.retry.attempts:

@@ -180,20 +180,26 @@ def test_runs_land_on_both_workers_and_a_killed_workers_run_resumes_on_the_other
         "campaign.log",
     )
 
-    def running_main_run() -> tuple[str, str] | None:
-        """A main run with a committed checkpoint and no result yet: (run id, its host)."""
+    def running_main_run() -> tuple[str, str, str] | None:
+        """A main run's attempt with a checkpoint of its own and no result yet: (run id, the
+        attempt, its host). Keys: <prefix>/tiny/<run>/attempts/<a>/step-N/COMMIT.json."""
         keys = _store_keys(s3_endpoint, f"{prefix}/tiny/")
         for key in sorted(keys):
-            run_id = key.split("/")[2]
-            if run_id.startswith(("pilot-", "preflight-")) or not key.endswith("COMMIT.json"):
+            parts = key.split("/")
+            if len(parts) != 7 or parts[3] != "attempts" or parts[6] != "COMMIT.json":
                 continue
-            base = f"{prefix}/tiny/{run_id}"
+            run_id, attempt = parts[2], parts[4]
+            if run_id.startswith(("pilot-", "preflight-")):
+                continue
+            base = f"{prefix}/tiny/{run_id}/attempts/{attempt}"
             if f"{base}/outputs/result.json" not in keys and f"{base}/heartbeat.json" in keys:
-                return run_id, _heartbeat(s3_endpoint, f"{base}/heartbeat.json")["host"]
+                host = _heartbeat(s3_endpoint, f"{base}/heartbeat.json")["host"]
+                return run_id, attempt, host
         assert campaign.poll() is None, loopback.log("campaign.log")[-4000:]
         return None
 
-    victim, victim_host = _wait_for(running_main_run, 200, "a main run's first checkpoint")
+    found = _wait_for(running_main_run, 200, "a main run's first checkpoint")
+    victim, lost_attempt, victim_host = found
     kill_tree(loopback.workers[victim_host])
     survivor = ({"host-a", "host-b"} - {victim_host}).pop()
 
@@ -210,6 +216,8 @@ def test_runs_land_on_both_workers_and_a_killed_workers_run_resumes_on_the_other
     resumed = records[victim]
     assert resumed["slot"] == f"{survivor}/cpu#0"
     assert resumed["checkpoint"]["resumed_from_step"] > 0
+    assert f"/{victim}/attempts/" in resumed["checkpoint"]["uri"]  # the accepted attempt's
+    assert f"/attempts/{lost_attempt}/" not in resumed["checkpoint"]["uri"]
     assert resumed["steps_done"] == 6000
     for relative in resumed["artifacts"].values():  # fetched from the store into the folder
         assert (out / relative).stat().st_size > 0

@@ -52,6 +52,7 @@ def test_the_worker_side_leaves_record_outputs_and_heartbeat_in_the_store(
 ) -> None:
     from ablations.campaign_phases import phase_runs, registration_of
     from ablations.campaign_state import register, registered_plan
+    from ablations.checkpoint import fence, open_store
     from ablations.run_specs import spec_for
 
     store = tmp_path / "store"
@@ -60,13 +61,15 @@ def test_the_worker_side_leaves_record_outputs_and_heartbeat_in_the_store(
     folder = Path(registration.out_dir)
     run = phase_runs(folder, "pilot")[0]
     spec = spec_for(registered_plan(folder), registration_of(folder), run)
+    assert spec.checkpoint is not None
     monkeypatch.setenv("ABLATE_DEVICES", "cpu")
     monkeypatch.setenv("ABLATE_HOST", "host-x")
     monkeypatch.setenv("ABLATE_SLOT_DIR", str(tmp_path / "slots"))
 
+    fence.accept(open_store(spec.checkpoint, check=False), "tiny", run.run_id, "flow-run-1")
     reply = json.loads(run_on_host(spec, "run", None, attempt="flow-run-1"))
 
-    base = store / "tiny" / run.run_id
+    base = store / "tiny" / run.run_id / "attempts" / "flow-run-1"
     assert reply["slot"] == "host-x/cpu#0" and reply["status"] in {"accepted", "rejected"}
     assert json.loads((base / "outputs" / "result.json").read_text()) == reply
     assert json.loads((base / "heartbeat.json").read_text())["attempt"] == "flow-run-1"

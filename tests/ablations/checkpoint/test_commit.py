@@ -90,3 +90,49 @@ def test_retention_keeps_the_newest_and_never_the_only_one(
     assert commit.scan(manager.store, ME) == ([25, 30], [])
     assert summary.saves == 6 and summary.failures == 0
     assert summary.uri is not None and summary.uri.endswith("step-00000030")
+
+
+def test_an_attempt_writes_in_its_own_folder_and_resumes_from_any_attempts_newest(
+    spec_factory: Callable[..., RunSpec],
+):
+    from ablations.checkpoint import fence
+
+    first = spec_factory(interval={"steps": 10}).model_copy(update={"attempt": "1-a"})
+    manager = CheckpointManager(first)
+    fence.accept(manager.store, "camp", "run-a", "1-a")
+    train(first, manager, 20)
+    manager.close()
+    mine = Identity("camp", "run-a", "hash-1", "1-a")
+    assert commit.scan(manager.store, mine) == ([10, 20], [])
+    assert commit.scan(manager.store, ME) == ([], [])  # nothing in the run's own folder
+    # a second attempt's save that died before its commit: listed nowhere, removed by no one
+    other = Identity("camp", "run-a", "hash-1", "2-b")
+    manager.store.put(f"{commit.step_key(other, 30)}/{MODEL}", b"half")
+    assert [(s, i.attempt) for s, i in commit.committed_by_any(manager.store, ME)] == [
+        (10, "1-a"),
+        (20, "1-a"),
+    ]
+
+    third = first.model_copy(update={"attempt": "3-c"})
+    fence.accept(manager.store, "camp", "run-a", "3-c")
+    resumed = CheckpointManager(third)
+    assert len(train(third, resumed, 30)[1].losses) == 30
+    summary = resumed.close()
+    assert summary.resumed_from_step == 20 and summary.failures == 0
+    assert summary.uri is not None and summary.uri.endswith("/run-a/attempts/3-c/step-00000030")
+    assert commit.scan(manager.store, Identity("camp", "run-a", "hash-1", "3-c"))[0] == [30]
+    assert commit.scan(manager.store, other) == ([], [30])  # not its folder: left alone
+    assert commit.scan(manager.store, mine)[0] == [10, 20]
+
+
+def test_a_superseded_attempt_commits_nothing_more(spec_factory: Callable[..., RunSpec]):
+    from ablations.checkpoint import fence
+
+    late = spec_factory(interval={"steps": 10}).model_copy(update={"attempt": "1-a"})
+    manager = CheckpointManager(late)
+    fence.accept(manager.store, "camp", "run-a", "2-b")  # declared lost before it saved
+    with pytest.raises(fence.SupersededAttempt, match=r"1-a .* declared lost .* 2-b accepted"):
+        train(late, manager, 30)
+    summary = manager.close()
+    assert summary.saves == 0 and "declared lost" in str(summary.last_error)
+    assert commit.committed_by_any(manager.store, ME) == []

@@ -1,0 +1,64 @@
+"""Which attempt of a run on a work pool the campaign accepts: the only one that may commit.
+
+    <store>/<campaign>/<run_id>/accepted.json     {"attempt": "<flow run id>"}
+
+The campaign writes the pointer before it waits on an attempt, and rewrites it when it
+declares that attempt lost and submits another. An attempt reads it before each checkpoint
+commit and before it leaves its result: once another attempt is accepted (this one was taken
+for lost, yet is alive) it commits nothing more and says so in its log. The campaign reads
+results only from the attempt it accepts, so a write that slipped in between the check and
+the put is never read either: the pointer fences; the check saves the late attempt's work.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ablations.checkpoint.store import Store
+from ablations.errors import AblationError, StoreError
+
+ACCEPTED = "accepted.json"
+
+
+class SupersededAttempt(AblationError):
+    """This attempt is no longer the one the campaign accepts: it must not commit."""
+
+
+def _key(campaign_id: str, run_id: str) -> str:
+    return f"{campaign_id}/{run_id}/{ACCEPTED}"
+
+
+def accept(store: Store, campaign_id: str, run_id: str, attempt: str) -> None:
+    """Make `attempt` the one attempt of the run whose commits count (the campaign's side)."""
+    store.put(_key(campaign_id, run_id), json.dumps({"attempt": attempt}).encode())
+
+
+def accepted(store: Store, campaign_id: str, run_id: str) -> str | None:
+    """The attempt the campaign accepts now, or None when it never submitted one.
+
+    `StoreError` when the store does not answer: the caller retries rather than guess."""
+    try:
+        data = store.get(_key(campaign_id, run_id))
+    except StoreError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            return None
+        raise
+    try:
+        return str(json.loads(data)["attempt"])
+    except (ValueError, KeyError, TypeError):
+        return None  # not ours to trust: fences every attempt until the campaign rewrites it
+
+
+def require_accepted(store: Store, campaign_id: str, run_id: str, attempt: str) -> None:
+    """`SupersededAttempt` unless `attempt` is the accepted one (an attempt's side)."""
+    holder = accepted(store, campaign_id, run_id)
+    if holder is None:
+        raise SupersededAttempt(
+            f"attempt {attempt} of run {run_id}: the campaign accepts no attempt "
+            f"({_key(campaign_id, run_id)} is missing or unreadable): nothing is committed"
+        )
+    if holder != attempt:
+        raise SupersededAttempt(
+            f"attempt {attempt} of run {run_id} was declared lost and attempt {holder} "
+            "accepted instead: this attempt's writes are not committed"
+        )
