@@ -155,10 +155,14 @@ def test_a_late_attempt_declared_lost_commits_nothing_and_the_accepted_one_is_cl
             assert (out / relative).read_bytes() == (clean_out / relative).read_bytes(), name
 
     # `ablate verify` reopens the accepted attempt's checkpoint where the record names it.
+    from ablations.campaign_phases import registered_runs
     from ablations.campaign_state import registered_plan
+    from ablations.manifest import ManifestRun
     from ablations.verify_reload import check_checkpoint
 
-    row = accepted.model_dump(mode="json")
+    planned = next(p for p in registered_runs(out) if p.run_id == accepted.run_id)
+    recorded = {k: v for k, v in accepted if k not in ("variant", "seed", "category", "phase")}
+    row = ManifestRun(**{**dict(planned), **recorded, "artifacts": []})
     plan = registered_plan(out)
     assert check_checkpoint(row, plan, "tiny", spec.plan_hash, stores={}) == ([], None)
 
