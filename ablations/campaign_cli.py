@@ -223,9 +223,10 @@ def serve_command(args: argparse.Namespace) -> int:
 
 @command("report")
 def report_cli(args: argparse.Namespace) -> int:
-    from ablations.report.from_folder import report_command
+    from ablations.report.from_folder import rebuild_report
 
-    return report_command(args.out_dir)
+    print(rebuild_report(args.out_dir))
+    return EXIT_OK
 
 
 @command("verify")

@@ -28,7 +28,7 @@ from ablations.campaign_state import (
     save_json,
     save_record,
 )
-from ablations.errors import AblationError
+from ablations.errors import InputError
 from ablations.gate import GateDecision, auto_decision
 from ablations.plan import Plan
 from ablations.preflight import preflight_across
@@ -47,7 +47,7 @@ def registration_of(out_dir: Path) -> Registration:
     """The folder's registration record, naming the folder where it is now (moved or not)."""
     data = load_json(out_dir, "registration.json")
     if data is None:
-        raise AblationError(f"{out_dir} holds no registered campaign (registration.json)")
+        raise InputError(f"{out_dir} holds no registered campaign (registration.json)")
     return Registration.model_validate({**data, "out_dir": str(out_dir.resolve())})
 
 
@@ -148,7 +148,7 @@ def execute_registered_run(out_dir: Path, run_id: str) -> RunRecord:
     registration = registration_of(out_dir)
     run = next((r for r in registered_runs(out_dir) if r.run_id == run_id), None)
     if run is None:
-        raise AblationError(f"run {run_id!r} is not registered in {out_dir}")
+        raise InputError(f"run {run_id!r} is not registered in {out_dir}")
     spec = spec_for(plan, registration, run)
     with _slot(out_dir) as worker:
         record = worker.run(spec)

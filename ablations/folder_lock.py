@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ablations.errors import AblationError
+from ablations.errors import InputError
 
 LOCK_NAME = ".lock"
 """The lock file's name inside the output folder."""
@@ -35,7 +35,7 @@ _created: set[Path] = set()
 _guard = threading.Lock()
 
 
-class FolderBusyError(AblationError):
+class FolderBusyError(InputError):
     """Another live campaign holds the output folder."""
 
 

@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from ablations.errors import AblationError
+from ablations.errors import InputError, WorkloadError
 from ablations.plan import Plan, plan_hash
 from ablations.plan_sections import RunEstimate
 from ablations.probe_point import ProbePoint
@@ -42,7 +42,7 @@ CUDA_CONTEXT_BYTES = 600 * 2**20
 once per slot when several runs share a card."""
 
 
-class ProbeError(AblationError):
+class ProbeError(InputError):
     """A probe result that cannot be read or does not belong to the plan (exit code 2)."""
 
 
@@ -139,7 +139,7 @@ def run_probe(
     try:
         problem = worker.workload_problem()
         if problem is not None:
-            raise AblationError(f"workload {plan.workload.entry!r} does not import: {problem}")
+            raise WorkloadError(f"workload {plan.workload.entry!r} does not import: {problem}")
         for variant in chosen:
             spec = RunSpec(
                 run_id=f"probe-{variant.name}",

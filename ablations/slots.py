@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
-from ablations.errors import AblationError
+from ablations.errors import InputError
 from ablations.plan_sections import ResourcesSection
 
 T = TypeVar("T")
@@ -148,7 +148,7 @@ def plan_slots(
         available = cuda_device_count()
         missing = [d for d in wanted if int(d.split(":")[1]) >= available]
         if missing:
-            raise AblationError(
+            raise InputError(
                 f"resources.devices: {missing} not present (this machine has {available} CUDA "
                 "devices); use 'auto' or a number of CPU slots"
             )
@@ -172,13 +172,13 @@ def parse_devices(text: str) -> Literal["auto"] | int | list[str]:
         return "auto"
     if text.isdigit():
         if int(text) < 1:
-            raise AblationError(f"--devices must be at least 1, got {text}")
+            raise InputError(f"--devices must be at least 1, got {text}")
         return int(text)
     devices = [d.strip() for d in text.split(",") if d.strip()]
     try:
         return ResourcesSection(devices=devices).devices
     except ValueError as exc:
-        raise AblationError(f"--devices {text!r}: {exc}") from exc
+        raise InputError(f"--devices {text!r}: {exc}") from exc
 
 
 class SlotPool(Generic[T]):

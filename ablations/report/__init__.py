@@ -2,7 +2,7 @@
 
 from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.decision import decision_reached
-from ablations.report.from_folder import ReportError, rebuild_report, report_command
+from ablations.report.from_folder import ReportError, rebuild_report
 from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
 from ablations.report.markdown import effect_line, render_report
 from ablations.report.plots import (
@@ -31,5 +31,4 @@ __all__ = [
     "plot_timeline",
     "rebuild_report",
     "render_report",
-    "report_command",
 ]

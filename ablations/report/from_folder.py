@@ -7,14 +7,13 @@ artifacts name. Nothing outside the folder is consulted, so a copied folder rebu
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from ablations.campaign_state import MANIFEST, read_manifest
-from ablations.errors import AblationError
+from ablations.errors import InputError
 from ablations.plan_io import load_plan
 from ablations.records import RunRecord
 from ablations.report.build import REPORT_FILE, build_report
@@ -22,7 +21,7 @@ from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
 from ablations.variants import PlannedRun
 
 
-class ReportError(AblationError):
+class ReportError(InputError):
     """The output folder lacks what a report is rebuilt from."""
 
 
@@ -81,14 +80,3 @@ def report_inputs(out_dir: Path) -> ReportInputs:
         ledger_url=manifest.get("ledger_url"),
     )
     return inputs
-
-
-def report_command(out_dir: Path) -> int:
-    """CLI handler of `ablate report DIR`: 0 and the report's path, or 1 and the reason."""
-    try:
-        path = rebuild_report(out_dir)
-    except AblationError as exc:
-        print(f"ablate report: {exc}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0
