@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
+from pydantic import ValidationError
+
 from ablations.errors import InputError
 from ablations.plan_sections import ResourcesSection
 
@@ -177,8 +179,9 @@ def parse_devices(text: str) -> Literal["auto"] | int | list[str]:
     devices = [d.strip() for d in text.split(",") if d.strip()]
     try:
         return ResourcesSection(devices=devices).devices
-    except ValueError as exc:
-        raise InputError(f"--devices {text!r}: {exc}") from exc
+    except ValidationError as exc:  # one line naming the value, not pydantic's report
+        reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        raise InputError(f"--devices {text!r}: {reasons}") from exc
 
 
 class SlotPool(Generic[T]):
