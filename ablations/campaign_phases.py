@@ -56,10 +56,9 @@ def registered_runs(out_dir: Path) -> list[PlannedRun]:
     return planned_runs(registered_plan(out_dir), registration_of(out_dir).plan_hash)
 
 
-def phase_runs(out_dir: Path, phase: str, drop: list[str] | None = None) -> list[PlannedRun]:
-    """The registered runs of one phase, minus the dropped ones."""
-    dropped = set(drop or [])
-    return [r for r in registered_runs(out_dir) if r.phase == phase and r.run_id not in dropped]
+def phase_runs(out_dir: Path, phase: str) -> list[PlannedRun]:
+    """The registered runs of one phase."""
+    return [r for r in registered_runs(out_dir) if r.phase == phase]
 
 
 def registered_projection(out_dir: Path, slots: int) -> Projection:

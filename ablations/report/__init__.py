@@ -4,7 +4,7 @@ from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.decision import decision_reached
 from ablations.report.from_folder import ReportError, rebuild_report
 from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
-from ablations.report.markdown import effect_line, render_report
+from ablations.report.markdown import render_report
 from ablations.report.plots import (
     EFFECTS_PNG,
     PER_CLASS_PNG,
@@ -25,7 +25,6 @@ __all__ = [
     "assemble_inputs",
     "build_report",
     "decision_reached",
-    "effect_line",
     "plot_effects",
     "plot_per_class",
     "plot_timeline",
