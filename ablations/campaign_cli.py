@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ablations.campaign_phases import slot_warmup
 from ablations.campaign_state import existing_registration, load_json
-from ablations.cli import EXIT_INTERNAL, EXIT_OK, command
+from ablations.cli_registry import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import PlanError, Problem
 from ablations.folder_lock import hold_folder
 from ablations.plan import Plan

@@ -8,31 +8,24 @@ import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from ablations.cli_registry import (
+    COMMANDS,
+    EXIT_INFRASTRUCTURE,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    command,
+)
 from ablations.errors import InfrastructureError, InputError
 from ablations.plan import Plan, plan_hash
 from ablations.plan_io import load_plan
 from ablations.units import hours, usd
 from ablations.variants import planned_runs, variants
 
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
-EXIT_INFRASTRUCTURE = EXIT_INTERNAL
-"""A store, the ledger, a worker or the disk failed: the same code as an internal error."""
-
-Command = Callable[[argparse.Namespace], int]
-_COMMANDS: dict[str, Command] = {}
-
-
-def command(name: str) -> Callable[[Command], Command]:
-    """Register a subcommand handler (other modules add theirs: run, verify, budget...)."""
-
-    def register(handler: Command) -> Command:
-        _COMMANDS[name] = handler
-        return handler
-
-    return register
+__all__ = ["EXIT_INFRASTRUCTURE", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "main"]
 
 
 def _summary(plan: Plan, digest: str) -> str:
@@ -203,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return _COMMANDS[args.command](args)
+        return COMMANDS[args.command](args)
     except InputError as exc:  # the plan, the folder or a value given: the user fixes it
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -229,8 +222,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run the imported module's main: command modules register into `ablations.cli`, which
-    # under `python -m` is a different module object from this `__main__`.
-    from ablations.cli import main as registered_main
-
-    sys.exit(registered_main())
+    sys.exit(main())  # the registry lives in `ablations.cli_registry`, shared with `-m` runs

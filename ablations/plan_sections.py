@@ -236,9 +236,16 @@ class MetricSection(Section):
 
     def meets_threshold(self, value: float) -> bool:
         """Whether a metric value reaches the quality threshold."""
-        if not math.isfinite(value):
-            return False
-        return value >= self.threshold if self.direction == "maximize" else value <= self.threshold
+        return meets_threshold(value, self.direction, self.threshold)
+
+
+def meets_threshold(
+    value: float, direction: Literal["maximize", "minimize"], threshold: float
+) -> bool:
+    """`MetricSection.meets_threshold` for a run spec: a non-finite value never meets it."""
+    if not math.isfinite(value):
+        return False
+    return value >= threshold if direction == "maximize" else value <= threshold
 
 
 class NonFiniteLossRule(Section):

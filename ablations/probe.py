@@ -18,7 +18,6 @@ variant after another on one device so no two points share its memory. The resul
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,9 +36,6 @@ from ablations.variants import Variant
 
 MEMORY_CLASSES_GB = (24, 32, 48, 80, 141)
 """Card memory classes, in decimal GB as sold (an H200's 141 GB, an RTX 4090's 24 GB)."""
-CUDA_CONTEXT_BYTES = 600 * 2**20
-"""Per process, outside the allocator's counters: what a CUDA context itself takes. Counted
-once per slot when several runs share a card."""
 
 
 class ProbeError(InputError):
@@ -110,15 +106,6 @@ class ProbeResult(Record):
                 "load_seconds": fmean(p.build_seconds or 0.0 for p in planned),
             }
         )
-
-
-def slots_that_fit(device_bytes: int, peak_bytes: int, margin: float, cap: int) -> int:
-    """Runs one card holds: each takes its peak plus a CUDA context, with the margin kept
-    free; at least 1, at most `cap`."""
-    if peak_bytes <= 0:
-        return 1
-    per_run = (peak_bytes + CUDA_CONTEXT_BYTES) * (1 + margin)
-    return max(1, min(cap, math.floor(device_bytes / per_run)))
 
 
 def run_probe(

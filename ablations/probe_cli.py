@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ablations.cli import EXIT_OK, command
+from ablations.cli_registry import EXIT_OK, command
 from ablations.errors import InputError
 from ablations.plan_io import load_plan
 

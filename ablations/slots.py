@@ -7,6 +7,7 @@ pinned to its device.
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import shutil
@@ -101,10 +102,22 @@ def per_device(
         return resources.slots_per_device
     if probe_peak is None or not device.startswith("cuda:"):
         return 1
-    from ablations.probe import slots_that_fit
-
     total = card_memory(int(device.split(":")[1]))
     return slots_that_fit(total, probe_peak, margin, resources.max_slots_per_device)
+
+
+CUDA_CONTEXT_BYTES = 600 * 2**20
+"""Per process, outside the allocator's counters: what a CUDA context itself takes. Counted
+once per slot when several runs share a card."""
+
+
+def slots_that_fit(device_bytes: int, peak_bytes: int, margin: float, cap: int) -> int:
+    """Runs one card holds: each takes its peak plus a CUDA context, with the margin kept
+    free; at least 1, at most `cap`."""
+    if peak_bytes <= 0:
+        return 1
+    per_run = (peak_bytes + CUDA_CONTEXT_BYTES) * (1 + margin)
+    return max(1, min(cap, math.floor(device_bytes / per_run)))
 
 
 def card_memory(index: int) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import ablations
-from ablations import cli
+from ablations import cli_registry
 from ablations.cli import EXIT_INFRASTRUCTURE, EXIT_INPUT, main
 from ablations.errors import AblationError, InfrastructureError, InputError
 from tests.conftest import ROOT
@@ -124,7 +124,7 @@ def test_a_store_failure_exits_1_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A real store refusing its probe, met by a command (here in place of `schema`'s body).
-    monkeypatch.setitem(cli._COMMANDS, "schema", _open_a_store_on_a_file(tmp_path))
+    monkeypatch.setitem(cli_registry.COMMANDS, "schema", _open_a_store_on_a_file(tmp_path))
     assert main(["schema"]) == EXIT_INFRASTRUCTURE
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1, err
