@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ablations.budget import BudgetError, Catalog, assess_hours, assess_plan, budget_markdown
-from ablations.cli import EXIT_OK, command
+from ablations.cli_registry import EXIT_OK, command
 from ablations.plan_io import load_plan
 from ablations.plan_sections import PackageSection
 

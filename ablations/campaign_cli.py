@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ablations.campaign_folder import REFRAME_DRAFT, REPORT, CampaignFolder
 from ablations.campaign_phases import slot_warmup
 from ablations.campaign_state import existing_registration
-from ablations.cli import EXIT_INTERNAL, EXIT_OK, command
+from ablations.cli_registry import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import PlanError, Problem
 from ablations.folder_lock import hold_folder
 from ablations.manifest import Manifest
@@ -226,9 +226,10 @@ def serve_command(args: argparse.Namespace) -> int:
 
 @command("report")
 def report_cli(args: argparse.Namespace) -> int:
-    from ablations.report.from_folder import report_command
+    from ablations.report.from_folder import rebuild_report
 
-    return report_command(args.out_dir)
+    print(rebuild_report(args.out_dir))
+    return EXIT_OK
 
 
 @command("verify")

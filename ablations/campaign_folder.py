@@ -20,15 +20,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from ablations.manifest import MANIFEST, Manifest, read_manifest
 from ablations.records import PreflightReport, RunRecord
 
 if TYPE_CHECKING:
     from ablations.budget import Projection
     from ablations.gate import GateDecision
-    from ablations.manifest import Manifest
     from ablations.plan import Plan
 
-MANIFEST = "manifest.json"
 """The index of the folder: campaign, environment, gate, budget, one row per run, file hashes."""
 PLAN = "plan.yaml"
 """The registered plan, byte for byte as given."""
@@ -214,8 +213,6 @@ class CampaignFolder:
     def manifest(self) -> Manifest:
         """manifest.json as a `Manifest`, read once per process while the file is unchanged;
         `NotACampaignFolder` (or its `ManifestError`, naming the field) when it cannot be."""
-        from ablations.manifest import read_manifest
-
         return read_manifest(self.root)
 
     def write_text(self, name: str, text: str) -> Path:

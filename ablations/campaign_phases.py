@@ -26,7 +26,7 @@ from ablations.campaign_state import (
     registered_plan,
     save_record,
 )
-from ablations.errors import AblationError
+from ablations.errors import InputError
 from ablations.gate import GateDecision, auto_decision
 from ablations.plan import Plan
 from ablations.preflight import preflight_across
@@ -42,7 +42,7 @@ def registration_of(out_dir: Path) -> Registration:
     """The folder's registration record, naming the folder where it is now (moved or not)."""
     known = CampaignFolder(out_dir).registration()
     if known is None:
-        raise AblationError(f"{out_dir} holds no registered campaign ({REGISTRATION})")
+        raise InputError(f"{out_dir} holds no registered campaign ({REGISTRATION})")
     return known.model_copy(update={"out_dir": str(out_dir.resolve())})
 
 
@@ -51,10 +51,9 @@ def registered_runs(out_dir: Path) -> list[PlannedRun]:
     return planned_runs(registered_plan(out_dir), registration_of(out_dir).plan_hash)
 
 
-def phase_runs(out_dir: Path, phase: str, drop: list[str] | None = None) -> list[PlannedRun]:
-    """The registered runs of one phase, minus the dropped ones."""
-    dropped = set(drop or [])
-    return [r for r in registered_runs(out_dir) if r.phase == phase and r.run_id not in dropped]
+def phase_runs(out_dir: Path, phase: str) -> list[PlannedRun]:
+    """The registered runs of one phase."""
+    return [r for r in registered_runs(out_dir) if r.phase == phase]
 
 
 def registered_projection(out_dir: Path, slots: int) -> Projection:
@@ -144,7 +143,7 @@ def execute_registered_run(out_dir: Path, run_id: str) -> RunRecord:
     registration = registration_of(out_dir)
     run = next((r for r in registered_runs(out_dir) if r.run_id == run_id), None)
     if run is None:
-        raise AblationError(f"run {run_id!r} is not registered in {out_dir}")
+        raise InputError(f"run {run_id!r} is not registered in {out_dir}")
     spec = spec_for(plan, registration, run)
     with _slot(out_dir) as worker:
         record = worker.run(spec)

@@ -19,7 +19,7 @@ from ablations.campaign_folder import (
     Registration,
     atomic_write_text,
 )
-from ablations.errors import AblationError, CampaignConflictError
+from ablations.errors import CampaignConflictError, InfrastructureError, InputError
 from ablations.manifest import NotACampaignFolder, read_manifest
 from ablations.plan import Plan, parse_plan, plan_hash
 from ablations.plan_io import parse_yaml
@@ -70,10 +70,10 @@ def existing_registration(plan: Plan, out_dir: Path) -> Registration | None:
             )
         return known.model_copy(update={"out_dir": str(out_dir)})
     if out_dir.exists() and not out_dir.is_dir():
-        raise AblationError(f"{out_dir} exists and is not a folder; choose another --out")
+        raise InputError(f"{out_dir} exists and is not a folder; choose another --out")
     _check_creatable(out_dir)
     if out_dir.exists() and any(p.name != LOCK for p in out_dir.iterdir()):
-        raise AblationError(
+        raise InputError(
             f"{out_dir} is not empty and holds no registered campaign; choose another --out"
         )
     return None
@@ -85,13 +85,11 @@ def _check_creatable(out_dir: Path) -> None:
     while not ancestor.exists():
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise AblationError(
+        raise InputError(
             f"cannot create the output folder {out_dir}: {ancestor} is a file, not a folder"
         )
     if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise AblationError(
-            f"cannot create the output folder {out_dir}: {ancestor} is not writable"
-        )
+        raise InputError(f"cannot create the output folder {out_dir}: {ancestor} is not writable")
 
 
 def register(plan_text: str, out_dir: Path, source: str = "plan") -> Registration:
@@ -114,7 +112,7 @@ def register(plan_text: str, out_dir: Path, source: str = "plan") -> Registratio
         folder.write_plan(plan_text)
         folder.write_registration(registration)
     except OSError as exc:
-        raise AblationError(f"cannot write the output folder {out_dir}: {exc}") from exc
+        raise InfrastructureError(f"cannot write the output folder {out_dir}: {exc}") from exc
     return registration
 
 

@@ -1,4 +1,5 @@
-"""The `ablate` command line. Exit codes: 0 done, 1 internal error, 2 invalid input."""
+"""The `ablate` command line. Exit codes: 0 done, 1 the infrastructure failed (a store, the
+ledger, a worker, the disk) or an internal error, 2 invalid input (`ablations.errors`)."""
 
 from __future__ import annotations
 
@@ -7,29 +8,24 @@ import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from ablations.errors import AblationError, PlanError
+from ablations.cli_registry import (
+    COMMANDS,
+    EXIT_INFRASTRUCTURE,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    command,
+)
+from ablations.errors import InfrastructureError, InputError
 from ablations.plan import Plan, plan_hash
 from ablations.plan_io import load_plan
 from ablations.units import hours, usd
 from ablations.variants import planned_runs, variants
 
-EXIT_OK, EXIT_INTERNAL, EXIT_INPUT = 0, 1, 2
-
-Command = Callable[[argparse.Namespace], int]
-_COMMANDS: dict[str, Command] = {}
-
-
-def command(name: str) -> Callable[[Command], Command]:
-    """Register a subcommand handler (other modules add theirs: run, verify, budget...)."""
-
-    def register(handler: Command) -> Command:
-        _COMMANDS[name] = handler
-        return handler
-
-    return register
+__all__ = ["EXIT_INFRASTRUCTURE", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "main"]
 
 
 def _summary(plan: Plan, digest: str) -> str:
@@ -160,6 +156,14 @@ def os_error_line(exc: OSError) -> str:
     )
 
 
+def infrastructure_line(exc: InfrastructureError) -> str:
+    """One line for a store, ledger or worker failure that stopped a command, and what to do."""
+    return (
+        f"{str(exc).rstrip('.')}. The input is fine and finished runs are kept: rerun the same "
+        "command to continue once this is fixed"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ablate", description="Ablation campaigns on rented GPUs, run as Prefect flows."
@@ -192,13 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return _COMMANDS[args.command](args)
-    except PlanError as exc:
+        return COMMANDS[args.command](args)
+    except InputError as exc:  # the plan, the folder or a value given: the user fixes it
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    except AblationError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_INPUT
+    except InfrastructureError as exc:  # the store, the ledger, a worker: not the input
+        print(f"error: {infrastructure_line(exc)}", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
     except OSError as exc:  # the machine, not the input: a full disk, a read-only folder
         if os.environ.get("ABLATE_DEBUG"):
             raise
@@ -218,8 +222,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run the imported module's main: command modules register into `ablations.cli`, which
-    # under `python -m` is a different module object from this `__main__`.
-    from ablations.cli import main as registered_main
-
-    sys.exit(registered_main())
+    sys.exit(main())  # the registry lives in `ablations.cli_registry`, shared with `-m` runs

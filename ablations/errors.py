@@ -1,4 +1,14 @@
-"""One exception hierarchy for the whole project: callers catch `AblationError`."""
+"""One exception hierarchy for the whole project, by cause: callers catch `AblationError`.
+
+    AblationError
+    ├── InputError            the user's input: a plan, a folder, a command-line value (exit 2)
+    │   ├── PlanError, CampaignConflictError, WorkloadError, and the modules' own
+    └── InfrastructureError   the machine or a service under the work (exit 1): rerun once fixed
+        └── StoreError, and the modules' own (ledger, lost worker, ...)
+
+`ablate` maps each base to its exit code in one place (`ablations.cli.main`), so a module
+raises the class that names the cause and never `AblationError` itself.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +17,16 @@ from dataclasses import dataclass
 
 class AblationError(Exception):
     """Base of every error this project raises on purpose."""
+
+
+class InputError(AblationError):
+    """What the user gave is wrong (a plan, a campaign folder, a command-line value): the
+    message names it and what would be right; nothing was started. `ablate` exits 2."""
+
+
+class InfrastructureError(AblationError):
+    """What the work runs on failed (the checkpoint store, the ledger, a worker process, the
+    disk): the input is fine and a rerun continues once it is fixed. `ablate` exits 1."""
 
 
 @dataclass(frozen=True)
@@ -24,7 +44,7 @@ class Problem:
         return f"{where}: {self.message}{shown}"
 
 
-class PlanError(AblationError):
+class PlanError(InputError):
     """The plan is invalid. Holds every problem found, so the user fixes them in one pass."""
 
     def __init__(self, problems: list[Problem], source: str | None = None) -> None:
@@ -35,13 +55,13 @@ class PlanError(AblationError):
         super().__init__(f"{head}invalid plan, {len(problems)} problem(s):\n{lines}")
 
 
-class CampaignConflictError(AblationError):
+class CampaignConflictError(InputError):
     """A campaign id is already registered with a different plan hash."""
 
 
-class StoreError(AblationError):
+class StoreError(InfrastructureError):
     """Checkpoint or artifact storage is unreachable, corrupt or refused."""
 
 
-class WorkloadError(AblationError):
+class WorkloadError(InputError):
     """The user's workload could not be imported or does not follow the protocol."""

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ablations.campaign_folder import LOCK
-from ablations.errors import AblationError
+from ablations.errors import InputError
 
 LOCK_NAME = LOCK
 """The lock file's name inside the output folder."""
@@ -36,7 +36,7 @@ _created: set[Path] = set()
 _guard = threading.Lock()
 
 
-class FolderBusyError(AblationError):
+class FolderBusyError(InputError):
     """Another live campaign holds the output folder."""
 
 

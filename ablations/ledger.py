@@ -56,7 +56,7 @@ from optuna.distributions import (
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from ablations.campaign_folder import LEDGER
-from ablations.errors import AblationError
+from ablations.errors import InfrastructureError
 from ablations.plan_sections import ParamValue
 from ablations.records import RunRecord, RunStatus
 from ablations.variants import PlannedRun, variants
@@ -82,7 +82,7 @@ STATES: dict[RunStatus, TrialState] = {
 _process_lock = threading.Lock()  # guards the lock-file open itself, not the critical section
 
 
-class LedgerError(AblationError):
+class LedgerError(InfrastructureError):
     """The ledger cannot be opened or written."""
 
 

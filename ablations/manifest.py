@@ -23,8 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
 
 from ablations.budget import PlannedVsRealized
-from ablations.campaign_folder import MANIFEST
-from ablations.errors import AblationError
+from ablations.errors import InputError
 from ablations.gate import GateDecision
 from ablations.plan_sections import Category, ParamValue
 from ablations.records import (
@@ -45,7 +44,11 @@ MANIFEST_FORMAT = 2
 """2: per-run `artifacts` are lists of {kind, path, sha256, bytes}; campaign `files` likewise."""
 
 
-class NotACampaignFolder(AblationError):
+MANIFEST = "manifest.json"
+"""The manifest's name in the output folder (`CampaignFolder` re-exports it)."""
+
+
+class NotACampaignFolder(InputError):
     """The path is not an output folder of `ablate run` (no readable manifest)."""
 
 

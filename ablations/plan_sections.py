@@ -37,8 +37,6 @@ here, beside the plan, because `next_decisions` keys are verdicts; analysis re-e
 DecisionRule = Literal["superiority", "non_inferiority", "equivalence"]
 """The question the effects answer: usefully better, not usefully worse, or interchangeable."""
 
-CATEGORY_RANK: dict[str, int] = {"essential": 0, "useful": 1, "exploratory": 2}
-
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
@@ -236,15 +234,18 @@ class MetricSection(Section):
     `non_inferiority` (is it not usefully worse? adopt the cheapest such one, see
     `Level.cost`) or `equivalence` (is it interchangeable with the control, inside the band?)."""
 
-    def is_better(self, a: float, b: float) -> bool:
-        """Whether `a` is strictly better than `b` in this metric's direction."""
-        return a > b if self.direction == "maximize" else a < b
-
     def meets_threshold(self, value: float) -> bool:
         """Whether a metric value reaches the quality threshold."""
-        if not math.isfinite(value):
-            return False
-        return value >= self.threshold if self.direction == "maximize" else value <= self.threshold
+        return meets_threshold(value, self.direction, self.threshold)
+
+
+def meets_threshold(
+    value: float, direction: Literal["maximize", "minimize"], threshold: float
+) -> bool:
+    """`MetricSection.meets_threshold` for a run spec: a non-finite value never meets it."""
+    if not math.isfinite(value):
+        return False
+    return value >= threshold if direction == "maximize" else value <= threshold
 
 
 class NonFiniteLossRule(Section):
@@ -423,7 +424,7 @@ class ResourcesSection(Section):
     """The devices runs are placed on."""
 
     devices: Literal["auto"] | PositiveInt | list[str] = "auto"
-    """`auto` (every CUDA device, else one CPU slot per two cores), a number of CPU slots,
+    """`auto` (every CUDA device, else one CPU slot per physical core), a number of CPU slots,
     or a list such as `[cuda:0, cuda:1]`."""
     slots_per_device: PositiveInt | Literal["auto"] = 1
     """Runs sharing one device at once (1: never two runs on a card). `auto`: as many as the

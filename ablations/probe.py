@@ -18,7 +18,6 @@ variant after another on one device so no two points share its memory. The resul
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from ablations.campaign_folder import PROBE_JSON, PROBE_MD
-from ablations.errors import AblationError
+from ablations.errors import InputError, WorkloadError
 from ablations.plan import Plan, plan_hash
 from ablations.plan_sections import RunEstimate
 from ablations.probe_point import ProbePoint
@@ -38,12 +37,9 @@ from ablations.variants import Variant
 
 MEMORY_CLASSES_GB = (24, 32, 48, 80, 141)
 """Card memory classes, in decimal GB as sold (an H200's 141 GB, an RTX 4090's 24 GB)."""
-CUDA_CONTEXT_BYTES = 600 * 2**20
-"""Per process, outside the allocator's counters: what a CUDA context itself takes. Counted
-once per slot when several runs share a card."""
 
 
-class ProbeError(AblationError):
+class ProbeError(InputError):
     """A probe result that cannot be read or does not belong to the plan (exit code 2)."""
 
 
@@ -113,15 +109,6 @@ class ProbeResult(Record):
         )
 
 
-def slots_that_fit(device_bytes: int, peak_bytes: int, margin: float, cap: int) -> int:
-    """Runs one card holds: each takes its peak plus a CUDA context, with the margin kept
-    free; at least 1, at most `cap`."""
-    if peak_bytes <= 0:
-        return 1
-    per_run = (peak_bytes + CUDA_CONTEXT_BYTES) * (1 + margin)
-    return max(1, min(cap, math.floor(device_bytes / per_run)))
-
-
 def run_probe(
     plan: Plan,
     slot: SlotSpec,
@@ -140,7 +127,7 @@ def run_probe(
     try:
         problem = worker.workload_problem()
         if problem is not None:
-            raise AblationError(f"workload {plan.workload.entry!r} does not import: {problem}")
+            raise WorkloadError(f"workload {plan.workload.entry!r} does not import: {problem}")
         for variant in chosen:
             spec = RunSpec(
                 run_id=f"probe-{variant.name}",

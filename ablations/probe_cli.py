@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ablations.campaign_folder import PROBE_JSON, PROBE_MD
-from ablations.cli import EXIT_OK, command
-from ablations.errors import AblationError
+from ablations.cli_registry import EXIT_OK, command
+from ablations.errors import InputError
 from ablations.plan_io import load_plan
 
 
@@ -53,12 +53,12 @@ def _probe(args: argparse.Namespace) -> int:
         known = {v.name for v in every}
         unknown = [n for n in names if n not in known]
         if unknown or not names:
-            raise AblationError(
+            raise InputError(
                 f"--variants: unknown {unknown or 'empty list'}; variants are {sorted(known)}"
             )
         chosen = [v for v in every if v.name in names]
     if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise AblationError(f"--out: {str(args.out)!r} exists and is not a folder")
+        raise InputError(f"--out: {str(args.out)!r} exists and is not a folder")
     slot = plan_slots(plan.resources, args.devices)[0]
     say = (lambda line: None) if args.json else print
     say(probe.HEADER)

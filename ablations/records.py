@@ -10,7 +10,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ablations.plan_sections import Category, CheckpointSection, ParamValue, StopRules
+from ablations.plan_sections import (
+    Category,
+    CheckpointSection,
+    ParamValue,
+    StopRules,
+    meets_threshold,
+)
 from ablations.variants import Phase
 
 RunStatus = Literal["accepted", "rejected", "stopped", "failed", "trimmed"]
@@ -60,8 +66,6 @@ class Rejection(Record):
 
 def rejection_of(spec: RunSpec, metrics: dict[str, float], step: int) -> Rejection | None:
     """The rejection of a completed run whose final metric misses the threshold, else None."""
-    from ablations.stop_rules import meets_threshold
-
     value = metrics.get(spec.metric)
     if value is not None and meets_threshold(value, spec.direction, spec.threshold):
         return None

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ablations.checkpoint import fence
-from ablations.errors import AblationError, StoreError
+from ablations.errors import InputError, StoreError
 from ablations.host_slots import HostSlots
 from ablations.plan_sections import CheckpointSection, ResourcesSection
 from ablations.progress import say
@@ -61,12 +61,12 @@ COMMIT_TRIES = 4
 def require_shared_store(section: CheckpointSection | None) -> None:
     """A pool's hosts exchange checkpoints and records through the store: it must be shared."""
     if section is None:
-        raise AblationError(
+        raise InputError(
             "--pool needs a checkpoint section: its store (s3://...) is where the hosts "
             "leave checkpoints and records"
         )
     if section.store.startswith("memory://"):
-        raise AblationError(
+        raise InputError(
             f"checkpoint.store {section.store!r} lives in one process; with --pool use "
             "s3://BUCKET/PREFIX (or file:// on a folder every host mounts)"
         )
@@ -253,7 +253,7 @@ def require_pool(settings: PoolSettings) -> None:
     from prefect.settings import PREFECT_API_URL
 
     if not PREFECT_API_URL.value():
-        raise AblationError(
+        raise InputError(
             f"--pool {settings.pool}: set PREFECT_API_URL to the Prefect server the pool's "
             "workers talk to (a temporary local server is unreachable from other hosts)"
         )
@@ -265,14 +265,14 @@ def require_pool(settings: PoolSettings) -> None:
             client.read_work_pool(settings.pool)
         except ObjectNotFound:
             known = [p.name for p in client.read_work_pools()]
-            raise AblationError(
+            raise InputError(
                 f"--pool {settings.pool}: no such work pool on {PREFECT_API_URL.value()} "
                 f"(pools: {', '.join(known) or 'none'})"
             ) from None
         try:
             client.read_deployment_by_name(settings.deployment)
         except ObjectNotFound:
-            raise AblationError(
+            raise InputError(
                 f"--pool {settings.pool}: no deployment {settings.deployment!r}; create it with "
                 "`prefect deploy --all` in the folder holding prefect.yaml"
             ) from None

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from ablations.errors import AblationError
+from ablations.errors import InfrastructureError
 from ablations.slots import SlotPool, SlotSpec
 from ablations.worker import SlotWorker, Warmup
 
@@ -71,7 +71,7 @@ def _runtime(key: str) -> _Runtime:
     with _LOCK:
         runtime = _RUNTIMES.get(key)
     if runtime is None:
-        raise AblationError(f"no slots are open for campaign folder {key}")
+        raise InfrastructureError(f"no slots are open for campaign folder {key}")
     return runtime
 
 

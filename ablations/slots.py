@@ -7,6 +7,7 @@ pinned to its device.
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import shutil
@@ -18,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
-from ablations.errors import AblationError
+from pydantic import ValidationError
+
+from ablations.errors import InputError
 from ablations.plan_sections import ResourcesSection
 
 T = TypeVar("T")
@@ -99,10 +102,22 @@ def per_device(
         return resources.slots_per_device
     if probe_peak is None or not device.startswith("cuda:"):
         return 1
-    from ablations.probe import slots_that_fit
-
     total = card_memory(int(device.split(":")[1]))
     return slots_that_fit(total, probe_peak, margin, resources.max_slots_per_device)
+
+
+CUDA_CONTEXT_BYTES = 600 * 2**20
+"""Per process, outside the allocator's counters: what a CUDA context itself takes. Counted
+once per slot when several runs share a card."""
+
+
+def slots_that_fit(device_bytes: int, peak_bytes: int, margin: float, cap: int) -> int:
+    """Runs one card holds: each takes its peak plus a CUDA context, with the margin kept
+    free; at least 1, at most `cap`."""
+    if peak_bytes <= 0:
+        return 1
+    per_run = (peak_bytes + CUDA_CONTEXT_BYTES) * (1 + margin)
+    return max(1, min(cap, math.floor(device_bytes / per_run)))
 
 
 def card_memory(index: int) -> int:
@@ -148,7 +163,7 @@ def plan_slots(
         available = cuda_device_count()
         missing = [d for d in wanted if int(d.split(":")[1]) >= available]
         if missing:
-            raise AblationError(
+            raise InputError(
                 f"resources.devices: {missing} not present (this machine has {available} CUDA "
                 "devices); use 'auto' or a number of CPU slots"
             )
@@ -172,13 +187,14 @@ def parse_devices(text: str) -> Literal["auto"] | int | list[str]:
         return "auto"
     if text.isdigit():
         if int(text) < 1:
-            raise AblationError(f"--devices must be at least 1, got {text}")
+            raise InputError(f"--devices must be at least 1, got {text}")
         return int(text)
     devices = [d.strip() for d in text.split(",") if d.strip()]
     try:
         return ResourcesSection(devices=devices).devices
-    except ValueError as exc:
-        raise AblationError(f"--devices {text!r}: {exc}") from exc
+    except ValidationError as exc:  # one line naming the value, not pydantic's report
+        reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
+        raise InputError(f"--devices {text!r}: {reasons}") from exc
 
 
 class SlotPool(Generic[T]):

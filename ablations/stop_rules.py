@@ -11,7 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from ablations.errors import AblationError, WorkloadError
-from ablations.plan_sections import NonFiniteLossRule, QualityRule, TruncationRule
+from ablations.plan_sections import (
+    NonFiniteLossRule,
+    QualityRule,
+    TruncationRule,
+    meets_threshold,
+)
 from ablations.records import Stop
 from ablations.workload import InputReport
 
@@ -26,15 +31,6 @@ class NoUsableRestart(AblationError):
         super().__init__(message)
         self.message = message
         self.step = step
-
-
-def meets_threshold(
-    value: float, direction: Literal["maximize", "minimize"], threshold: float
-) -> bool:
-    """`MetricSection.meets_threshold` for a run spec: a non-finite value never meets it."""
-    if not math.isfinite(value):
-        return False
-    return value >= threshold if direction == "maximize" else value <= threshold
 
 
 def truncation_stop(rule: TruncationRule, report: InputReport, step: int) -> Stop | None:

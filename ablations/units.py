@@ -12,7 +12,7 @@ The report, the budget markdown, the gate's reasons and the CLI all print throug
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 MINUTE = 60.0
 HOUR = 3600.0
@@ -71,5 +71,5 @@ def utc(epoch: float | None) -> str | None:
     """Seconds since the epoch as ISO 8601 UTC to the millisecond (None stays None)."""
     if epoch is None or not math.isfinite(epoch):
         return None
-    moment = datetime.fromtimestamp(epoch, tz=UTC)
+    moment = datetime.fromtimestamp(epoch, tz=timezone.utc)  # datetime.UTC is 3.11+
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ablations.plan_sections import CATEGORY_RANK, Category, ParamValue, shown
+from ablations.plan_sections import Category, ParamValue, shown
 
 if TYPE_CHECKING:
     from ablations.plan import Plan
@@ -271,8 +271,3 @@ def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
                 )
             )
     return pilots + mains
-
-
-def by_category(runs: list[PlannedRun]) -> list[PlannedRun]:
-    """Runs ordered essential first, exploratory last (stable within a category)."""
-    return sorted(runs, key=lambda r: CATEGORY_RANK[r.category])

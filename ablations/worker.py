@@ -5,11 +5,10 @@ only after a crash. The child is spawned (never forked: a forked CUDA context is
 and sets `CUDA_VISIBLE_DEVICES` as its very first act, so the run inside sees one card.
 A worker that dies fails only the run it held; the next run gets a fresh worker.
 
-Jobs: `run` (a run record back), `preflight` (the whole preflight on this slot: work-pool
-hosts), `preflight-start` (the campaign's preflight up to the restart check's verdict) and
-`continue` (a restart check's continuation, in a process that did not save it), `results`
-(the campaign's results step, so the campaign process never loads their libraries) and
-`probe` (one variant's `ablate probe` sweep).
+Jobs (`ablations.worker_messages`): a run (its record back), the whole preflight on this slot
+(work-pool hosts), the campaign's preflight up to the restart check's verdict, a restart
+check's continuation (in a process that did not save it), the campaign's results step (so the
+campaign process never loads their libraries) and one variant's `ablate probe` sweep.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ablations.checkpoint.restart_verdict import Continuation
 from ablations.parent_watch import die_with_parent, exit_when_parent_goes
@@ -36,12 +35,27 @@ from ablations.process_warmup import preload_for_training, prepare_torch_process
 from ablations.progress import say
 from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots import SlotSpec
+from ablations.worker_messages import (
+    ContinueJob,
+    Done,
+    Failed,
+    Finish,
+    Job,
+    PreflightJob,
+    PreflightStartJob,
+    ProbeJob,
+    Ready,
+    Reply,
+    ResultsJob,
+    RunJob,
+    WorkerLost,
+    job_error,
+)
 
 if TYPE_CHECKING:
     from ablations.probe_point import ProbePoint
 
 _POLL_SECONDS = 0.5
-JobKind = Literal["run", "preflight", "preflight-start", "continue", "results", "probe"]
 
 
 @dataclass(frozen=True)
@@ -66,77 +80,77 @@ def _serve(
     parent_pid: int,
     signal_on_parent_death: bool,
 ) -> None:
-    """The child's main loop: receive jobs, do them, send the results back as JSON."""
+    """The child's main loop: receive jobs, do them, send each one's reply."""
     # Die with the campaign process, kill -9 included, even mid-run: nothing of a dead
     # campaign trains on or writes the store. The signal only when the main thread started
     # this child (it follows the starting thread); the pipe's hang-up in every case.
     if signal_on_parent_death:
         die_with_parent(signal.SIGKILL)
     exit_when_parent_goes(conn, parent_pid)
-    conn.send(prepare_torch_process(visible_devices, cpu_threads, workload_entry))
+    conn.send(Ready(prepare_torch_process(visible_devices, cpu_threads, workload_entry)))
     preload_for_training()
     if results:
         preload = functools.partial(importlib.import_module, "ablations.export")
         threading.Thread(target=preload, daemon=True).start()
-    from ablations.runner import continue_check, preflight_start, run_preflight, run_spec
-
     while True:
         try:
             message = conn.recv()
         except EOFError:
-            message = None
-        if message is None:
+            message = Finish()
+        if isinstance(message, Finish):
             # Every result is sent and every file closed: skip the interpreter's teardown of
             # torch and the workload's libraries, a second or more of CPU per worker.
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
-        kind, payload, extra = message
-        if kind == "results":
-            conn.send(_write_outputs(payload))
-            continue
-        spec = RunSpec.model_validate_json(payload)
-        if kind == "probe":
-            conn.send(_probe(spec, extra))
-        elif kind == "preflight":
-            conn.send(run_preflight(spec, extra).model_dump_json())
-        elif kind == "preflight-start":
-            conn.send(preflight_start(spec, extra, continue_elsewhere=True).model_dump_json())
-        elif kind == "continue":
-            try:
-                conn.send(continue_check(spec, extra).model_dump_json())
-            except Exception as exc:  # the checking side reports it as a failed reload
-                conn.send(f"!{type(exc).__name__}: {exc}")
-        else:
-            try:
-                conn.send(run_spec(spec).model_dump_json())
-            except Exception as exc:  # the host failed the run (a full disk, a store down):
-                conn.send(f"!{type(exc).__name__}: {exc}")  # the workload's own are records
+        conn.send(_do(message))
 
 
-def _write_outputs(out_dir: str) -> str:
-    """The results step in this process: the manifest's path, or `!` and what went wrong."""
+def _do(job: Job) -> Reply:
+    """One job in this process: its result, or what it raised."""
+    from ablations.runner import continue_check, preflight_start, run_preflight, run_spec
+
+    if isinstance(job, ResultsJob):
+        return _write_outputs(job.out_dir)
+    if isinstance(job, ProbeJob):
+        return _probe(job)
+    if isinstance(job, PreflightJob):
+        return Done(run_preflight(job.spec, job.expected_inputs).model_dump_json())
+    if isinstance(job, PreflightStartJob):
+        start = preflight_start(job.spec, job.expected_inputs, continue_elsewhere=True)
+        return Done(start.model_dump_json())
+    try:
+        if isinstance(job, ContinueJob):
+            return Done(continue_check(job.spec, job.until).model_dump_json())
+        return Done(run_spec(job.spec).model_dump_json())
+    except Exception as exc:  # a continuation's: the checking side reports a failed reload;
+        return Failed.of(exc)  # a run's: the host failed it (a full disk, a store down)
+
+
+def _write_outputs(out_dir: str) -> Reply:
+    """The results step in this process: the manifest's path, or what went wrong."""
     try:
         from ablations.export import write_outputs
 
-        return str(write_outputs(Path(out_dir)))
-    except Exception as exc:  # the campaign process raises it as the results task's error
-        return f"!{type(exc).__name__}: {exc}"
+        return Done(str(write_outputs(Path(out_dir))))
+    except Exception as exc:  # the campaign process raises it as the results task's error;
+        return Failed.of(exc, cause="infrastructure")  # no workload code runs in this step
 
 
-def _probe(spec: RunSpec, extra: tuple[list[int], int]) -> str:
-    """A variant's probe sweep as JSON (points and the card's name), or `!` and the error."""
+def _probe(job: ProbeJob) -> Reply:
+    """A variant's probe sweep as JSON (points and the card's name), or the error."""
     try:
         import torch
 
         from ablations.probe_point import probe_variant
 
-        points = probe_variant(spec, *extra)
-        device = torch.device(spec.device)
+        points = probe_variant(job.spec, job.batch_sizes, job.steps)
+        device = torch.device(job.spec.device)
         name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-        return json.dumps({"points": [p.model_dump(mode="json") for p in points], "name": name})
+        body = {"points": [p.model_dump(mode="json") for p in points], "name": name}
+        return Done(json.dumps(body))
     except Exception as exc:  # e.g. the workload's `probe_groups` raised: the CLI reports it
-        return f"!{type(exc).__name__}: {exc}"
+        return Failed.of(exc)
 
 
 class SlotWorker:
@@ -199,9 +213,10 @@ class SlotWorker:
         """Read the warm-up report the child sends first (once per process; lock held)."""
         if self._warmed:
             return
-        received, problem = self._receive()
+        received, ready = self._receive()
         if received:  # else it died: the job that follows finds it dead and reports that
-            self._workload_problem, self._warmed = problem, True
+            assert isinstance(ready, Ready)
+            self._workload_problem, self._warmed = ready.workload_problem, True
 
     def _receive(self) -> tuple[bool, Any]:
         """(True, the child's next message), or (False, None) once the child has died."""
@@ -219,44 +234,46 @@ class SlotWorker:
         that is a record) is replaced, and the run retried once from its last committed
         checkpoint; a second death yields a `failed` record that a rerun retries."""
         started = time.time()
-        reply = self._call("run", spec, None)
+        reply = self._call(RunJob(self._here(spec)))
         if reply is None:
             lost = self._crashed(spec, started)
             say(f"  {spec.run_id}: {lost.error}; retrying once on a fresh worker")
-            reply = self._call("run", spec, None)
+            reply = self._call(RunJob(self._here(spec)))
         if reply is None:
             return self._crashed(spec, started)
-        if reply.startswith("!"):  # a rerun retries it, once the disk or store is back
-            error_type, _, message = reply[1:].partition(": ")
+        if isinstance(reply, Failed):  # a rerun retries it, once the disk or store is back
             return RunRecord.failed(
-                spec, error_type, message, device=self.slot.device, slot=self.slot.name,
-                started_at=started, ended_at=time.time(),
+                spec, reply.error_type, reply.message, device=self.slot.device,
+                slot=self.slot.name, started_at=started, ended_at=time.time(),
             )  # fmt: skip
-        record = RunRecord.model_validate_json(reply)
+        record = RunRecord.model_validate_json(reply.body)
         return record.model_copy(update={"slot": self.slot.name})
 
     def preflight(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightReport:
         """The data and restart checks, wholly on this slot's device."""
-        reply = self._call("preflight", spec, expected)
+        reply = self._call(PreflightJob(self._here(spec), expected))
         if reply is None:
             return self._died_in_preflight().finish()
-        return PreflightReport.model_validate_json(reply)
+        assert isinstance(reply, Done)  # a preflight reports its own errors
+        return PreflightReport.model_validate_json(reply.body)
 
     def preflight_start(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightStart:
         """The data check and the restart check's reference half on this slot's device."""
-        reply = self._call("preflight-start", spec, expected)
+        reply = self._call(PreflightStartJob(self._here(spec), expected))
         if reply is None:
             return self._died_in_preflight()
-        return PreflightStart.model_validate_json(reply)
+        assert isinstance(reply, Done)  # a preflight reports its own errors
+        return PreflightStart.model_validate_json(reply.body)
 
     def continue_check(self, spec: RunSpec, until: int) -> Continuation:
-        """A restart check's continuation in this worker; raises when it could not run."""
-        reply = self._call("continue", spec, until)
+        """A restart check's continuation in this worker; raises when it could not run
+        (`WorkerLost`, or the continuation's error as `JobFailed` or `WorkloadFailed`)."""
+        reply = self._call(ContinueJob(self._here(spec), until))
         if reply is None:
-            raise RuntimeError(f"the worker process of slot {self.slot.name} died")
-        if reply.startswith("!"):
-            raise RuntimeError(reply[1:])
-        return Continuation.model_validate_json(reply)
+            raise WorkerLost(f"the worker process of slot {self.slot.name} died")
+        if isinstance(reply, Failed):
+            raise job_error(reply, str(reply))
+        return Continuation.model_validate_json(reply.body)
 
     def probe(
         self, spec: RunSpec, batch_sizes: list[int], steps: int
@@ -265,32 +282,36 @@ class SlotWorker:
         that dies (the OS killed it for memory, a CUDA fault) yields one failed point."""
         from ablations.probe_point import ProbePoint
 
-        reply = self._call("probe", spec, (batch_sizes, steps))
+        reply = self._call(ProbeJob(self._here(spec), batch_sizes, steps))
         if reply is None:
             message = f"the worker process of slot {self.slot.name} died during the probe"
             error = RunError(type="WorkerCrashed", message=message)
             return [ProbePoint(variant=spec.variant, group="?", batch_size=0, error=error)], "?"
-        if reply.startswith("!"):
-            raise RuntimeError(f"probe of {spec.variant} failed: {reply[1:]}")
-        data = json.loads(reply)
+        if isinstance(reply, Failed):
+            raise job_error(reply, f"probe of {spec.variant} failed: {reply}")
+        data = json.loads(reply.body)
         return [ProbePoint.model_validate(p) for p in data["points"]], str(data["name"])
 
     def write_outputs(self, out_dir: Path) -> Path:
-        """The results step (ledger, report, manifest) in this worker; raises on failure."""
-        reply = self._call("results", str(out_dir), None)
+        """The results step (ledger, report, manifest) in this worker; raises on failure
+        (`WorkerLost`, or `JobFailed` naming what the step raised)."""
+        reply = self._call(ResultsJob(str(out_dir)))
         if reply is None:
-            raise RuntimeError(f"the worker process of slot {self.slot.name} died writing results")
-        if reply.startswith("!"):
-            raise RuntimeError(f"writing the results failed: {reply[1:]}")
-        return Path(reply)
+            raise WorkerLost(f"the worker process of slot {self.slot.name} died writing results")
+        if isinstance(reply, Failed):
+            raise job_error(reply, f"writing the results failed: {reply}")
+        return Path(reply.body)
 
     def _died_in_preflight(self) -> PreflightStart:
         message = f"the worker process of slot {self.slot.name} died during preflight"
         return PreflightStart(error=RunError(type="WorkerCrashed", message=message))
 
-    def _call(self, kind: JobKind, job: RunSpec | str, extra: object) -> str | None:
-        """Send one job (a spec, or the output folder for `results`) and wait for its reply;
-        None when the worker died meanwhile."""
+    def _here(self, spec: RunSpec) -> RunSpec:
+        """The spec on this slot's device as its worker process sees it."""
+        return spec.model_copy(update={"device": self.slot.local_device})
+
+    def _call(self, job: Job) -> Reply | None:
+        """Send one job and wait for its reply; None when the worker died meanwhile."""
         with self._lock:
             if self._process is None or not self._process.is_alive():
                 if self._process is not None:
@@ -298,14 +319,12 @@ class SlotWorker:
                 self._start()
             assert self._conn is not None
             self._await_warmup()
-            if isinstance(job, RunSpec):
-                job = job.model_copy(update={"device": self.slot.local_device}).model_dump_json()
             try:
-                self._conn.send((kind, job, extra))
+                self._conn.send(job)
             except OSError:
                 return None
             received, reply = self._receive()
-            return str(reply) if received else None
+            return reply if received else None
 
     def _crashed(self, spec: RunSpec, started: float) -> RunRecord:
         code = None
@@ -341,4 +360,4 @@ class SlotWorker:
         if self._process is None or self._conn is None:
             return
         with contextlib.suppress(OSError):  # a broken pipe: it is gone already
-            self._conn.send(None)
+            self._conn.send(Finish())

@@ -17,13 +17,13 @@ from pathlib import Path
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from ablations.errors import AblationError
+from ablations.errors import InputError
 from ablations.records import RunRecord
 
 PREDICTION_COLUMNS = ("input_id", "label", "predicted")
 
 
-class PredictionsError(AblationError):
+class PredictionsError(InputError):
     """A predictions file is missing columns or disagrees with the control's inputs."""
 
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from ablations.errors import AblationError
+from ablations.errors import InputError
 from ablations.plan_sections import Offer, PackageSection
 
 CATALOG: tuple[Offer, ...] = (
@@ -28,7 +28,7 @@ CARDS_PER_LOT: dict[str, int] = {"B200": 2}
 """Cards in one lot where it is not one. B200 is known here without any known price."""
 
 
-class BudgetError(AblationError):
+class BudgetError(InputError):
     """Budget input that cannot be priced or planned (unknown card, bad figures)."""
 
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 
 from ablations.checkpoint.store import Store
-from ablations.errors import AblationError, StoreError
+from ablations.errors import InfrastructureError, StoreError
 
 ACCEPTED = "accepted.json"
 
 
-class SupersededAttempt(AblationError):
+class SupersededAttempt(InfrastructureError):
     """This attempt is no longer the one the campaign accepts: it must not commit."""
 
 

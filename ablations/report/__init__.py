@@ -3,9 +3,9 @@
 from ablations.campaign_folder import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.decision import decision_reached
-from ablations.report.from_folder import ReportError, rebuild_report, report_command
+from ablations.report.from_folder import ReportError, rebuild_report
 from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
-from ablations.report.markdown import effect_line, render_report
+from ablations.report.markdown import render_report
 from ablations.report.plots import (
     plot_effects,
     plot_per_class,
@@ -23,11 +23,9 @@ __all__ = [
     "assemble_inputs",
     "build_report",
     "decision_reached",
-    "effect_line",
     "plot_effects",
     "plot_per_class",
     "plot_timeline",
     "rebuild_report",
     "render_report",
-    "report_command",
 ]

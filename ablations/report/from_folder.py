@@ -7,20 +7,19 @@ artifacts name. Nothing outside the folder is consulted, so a copied folder rebu
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ablations.campaign_folder import MANIFEST, PLAN
-from ablations.errors import AblationError
+from ablations.errors import InputError
 from ablations.manifest import BudgetSummary, ManifestRun, read_manifest
 from ablations.plan_io import load_plan
 from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
 
 
-class ReportError(AblationError):
+class ReportError(InputError):
     """The output folder lacks what a report is rebuilt from."""
 
 
@@ -74,14 +73,3 @@ def report_inputs(out_dir: Path) -> ReportInputs:
         ledger_url=manifest.ledger_url,
     )
     return inputs
-
-
-def report_command(out_dir: Path) -> int:
-    """CLI handler of `ablate report DIR`: 0 and the report's path, or 1 and the reason."""
-    try:
-        path = rebuild_report(out_dir)
-    except AblationError as exc:
-        print(f"ablate report: {exc}", file=sys.stderr)
-        return 1
-    print(path)
-    return 0

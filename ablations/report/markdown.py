@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ablations.analysis import Effect, ErrorAnalysis, run_reason
+from ablations.analysis import ErrorAnalysis, run_reason
 from ablations.campaign_folder import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.decision import decision_reached
 from ablations.report.inputs import ReportInputs, ReportRun
 from ablations.units import metric, significant
 
-__all__ = ["decision_reached", "effect_line", "render_report", "table"]
+__all__ = ["decision_reached", "render_report", "table"]
 
 MAX_FLIPS_SHOWN = 8
 """Input ids listed per variant and seed; the full lists are in the error analysis model."""
@@ -274,18 +274,3 @@ def render_report(inputs: ReportInputs, plots: Sequence[str] = ()) -> str:
             "",
         ]
     return "\n".join(out).rstrip() + "\n"
-
-
-def effect_line(effect: Effect) -> str:
-    """One effect in words, for logs and the Prefect UI."""
-    if effect.mean_diff is None:
-        return f"{effect.variant}: {effect.label} ({effect.note})"
-    interval = (
-        f", 95% [{_signed(effect.ci_low)}, {_signed(effect.ci_high)}]"
-        if effect.ci_low is not None
-        else ""
-    )
-    return (
-        f"{effect.variant}: {_signed(effect.mean_diff)} over {effect.n_pairs} pair(s){interval}: "
-        f"{effect.label}" + (f" ({effect.note})" if effect.note else "")
-    )

@@ -22,7 +22,6 @@ from ablations.export import write_outputs
 from ablations.gate import GateDecision
 from ablations.manifest import Manifest, ManifestError, ManifestRun, read_manifest
 from ablations.records import PreflightReport, RunRecord, Stop, Timings
-from ablations.report.from_folder import report_command
 from ablations.variants import PlannedRun
 from ablations.verify import verify_folder
 from tests.flows.conftest import TINY_PLAN, plan_text
@@ -117,7 +116,7 @@ def test_a_malformed_manifest_is_one_error_naming_the_file_and_field(
     assert main(["verify", str(exported)]) == 2  # bad input: nothing to check
     err = capsys.readouterr().err
     assert named in err and "Traceback" not in err
-    assert report_command(exported) == 1
+    assert main(["report", str(exported)]) == 2  # the same input error as verify's
     assert named in capsys.readouterr().err
 
 

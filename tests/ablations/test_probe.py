@@ -14,10 +14,10 @@ from ablations.budget import assess_plan
 from ablations.cli import main
 from ablations.plan_io import load_plan
 from ablations.plan_sections import ResourcesSection
-from ablations.probe import ProbeResult, read, slots_that_fit
+from ablations.probe import ProbeResult, read
 from ablations.probe_point import ProbePoint
 from ablations.records import MemoryPeak
-from ablations.slots import plan_slots
+from ablations.slots import plan_slots, slots_that_fit
 
 PHASES = {"build", "train", "evaluate", "checkpoint"}
 

@@ -68,3 +68,8 @@ def test_auto_cpu_slots_are_one_per_physical_core_with_the_threads_split() -> No
         cores = usable_cpus()
         assert len(slots) == max(1, cores // threads_per_core())
         assert all(s.cpu_threads == max(1, cores // len(slots)) for s in slots)
+
+
+def test_the_schema_says_what_auto_gives_on_cpu() -> None:
+    described = ResourcesSection.model_fields["devices"].description or ""
+    assert "one CPU slot per physical core" in described  # as plan_slots does, above

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from ablations.checkpoint.commit import COMMIT
+from ablations.errors import InfrastructureError, StoreError, WorkloadError
 from ablations.records import RunSpec
 from ablations.slots import SlotSpec
 from ablations.worker import SlotWorker, Warmup
+from ablations.worker_messages import Failed, JobFailed, WorkloadFailed, job_error
 from tests.ablations.checkpoint.conftest import make_spec
 from tests.ablations.checkpoint.workloads import CRASH_AT
 
@@ -56,8 +58,9 @@ def test_the_results_step_runs_in_the_worker_and_reports_its_failure(tmp_path: P
     worker = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1), Warmup(results=True))
     try:
         failed = r"writing the results failed: FileNotFoundError: .*plan\.yaml"
-        with pytest.raises(RuntimeError, match=failed):
+        with pytest.raises(JobFailed, match=failed) as raised:
             worker.write_outputs(tmp_path)  # not a campaign folder
+        assert raised.value.failure.error_type == "FileNotFoundError"
         healthy = worker.run(_spec("b-s0-2", "ablations.workloads.digits:DigitsWorkload"))
         assert healthy.status == "accepted"  # the worker goes on after a failed results step
     finally:
@@ -102,3 +105,22 @@ def test_a_lost_run_is_not_finished_but_a_workload_failure_is(tmp_path: Path) ->
     older = lost.model_dump(mode="json")
     del older["error"]["cause"]  # a record written before causes were recorded
     assert RunRecord.model_validate(older).lost
+
+
+@pytest.mark.parametrize(
+    ("error", "cause", "raised"),
+    [
+        (StoreError("s3://b unreachable"), "infrastructure", JobFailed),
+        (OSError(28, "No space left on device"), "infrastructure", JobFailed),
+        (ValueError("probe_groups raised"), "workload", WorkloadFailed),
+    ],
+)
+def test_a_failed_job_is_an_error_of_its_cause(
+    error: Exception, cause: str, raised: type[Exception]
+) -> None:
+    failure = Failed.of(error)
+    assert failure.cause == cause and failure.error_type == type(error).__name__
+    typed = job_error(failure, f"probe of control failed: {failure}")
+    assert type(typed) is raised and typed.failure is failure
+    assert isinstance(typed, InfrastructureError if cause == "infrastructure" else WorkloadError)
+    assert str(typed) == f"probe of control failed: {type(error).__name__}: {error}"

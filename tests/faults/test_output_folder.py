@@ -127,14 +127,14 @@ def test_a_full_disk_stops_with_one_line_and_a_rerun_after_freeing_space_verifie
 def test_an_os_error_is_one_line_and_exit_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ablations import cli
+    from ablations import cli, cli_registry
 
     def full(args: object) -> int:
         atomic_write_text(tmp_path / "records" / "r.json", "{}")
         return 0
 
     _disk_full_for(monkeypatch, "r.json")
-    monkeypatch.setitem(cli._COMMANDS, "validate", full)
+    monkeypatch.setitem(cli_registry.COMMANDS, "validate", full)
     monkeypatch.delenv("ABLATE_DEBUG", raising=False)
     assert cli.main(["validate", "plan.yaml"]) == 1
     err = capsys.readouterr().err

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from ablations.errors import AblationError
+from ablations.cli import main
+from ablations.errors import AblationError, InputError
 from ablations.plan_sections import CheckpointSection, ResourcesSection
 from ablations.remote_runs import PoolSettings, pool_slots, require_shared_store, run_on_host
 from tests.ablations.test_cli import ablate
@@ -45,6 +46,34 @@ def test_pool_slots_count_the_pools_devices_without_probing_this_machine(
     # cuda:1 is not on this machine: the pool's hosts have it, so it must not be checked here.
     slots = pool_slots(PoolSettings("gpus"), ResourcesSection(devices=devices), override)
     assert [s.name for s in slots] == [f"gpus#{i}" for i in range(count)]
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [("0", "must be at least 1"), ("abc", "unknown device 'abc'"), (",", "list is empty")],
+)
+@pytest.mark.parametrize("pool", [None, "gpus"])
+def test_a_bad_devices_value_exits_2_in_one_line_with_a_pool_as_without(
+    value: str,
+    reason: str,
+    pool: str | None,
+    tmp_path: Path,
+    tiny_plan: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    tiny_plan["checkpoint"]["store"] = f"file://{tmp_path / 'store'}"  # one a pool can share
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(plan_text(tiny_plan))
+    out = tmp_path / "out"
+    args = ["run", str(plan), "--out", str(out), "--devices", value]
+    # Refused before a server is asked: no server runs for this test.
+    assert main([*args, *(["--pool", pool] if pool else [])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --devices ") and err.count("\n") == 1, err
+    assert value in err and reason in err
+    assert not out.exists()
+    with pytest.raises(InputError, match=reason):  # the pool's count: the same refusal
+        pool_slots(PoolSettings("gpus"), ResourcesSection(devices=1), value)
 
 
 def test_the_worker_side_leaves_record_outputs_and_heartbeat_in_the_store(

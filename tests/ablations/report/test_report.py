@@ -19,7 +19,6 @@ from ablations.report import (
     decision_reached,
     rebuild_report,
     render_report,
-    report_command,
 )
 from tests.ablations.analysis.synthetic import STOP_MESSAGE, Synthetic, write_synthetic
 
@@ -149,14 +148,16 @@ def test_rebuild_from_a_copied_folder_alone(tmp_path: Path, synthetic: Synthetic
 def test_report_command(
     tmp_path: Path, synthetic: Synthetic, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert report_command(tmp_path) == 0
+    from ablations.cli import EXIT_INPUT, main
+
+    assert main(["report", str(tmp_path)]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / REPORT_FILE)
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert report_command(empty) == 1
+    assert main(["report", str(empty)]) == EXIT_INPUT  # not a campaign folder: bad input
     assert "manifest.json does not exist" in capsys.readouterr().err
 
     (empty / "manifest.json").write_text('{"campaign_id": "x"}')
-    assert report_command(empty) == 1
+    assert main(["report", str(empty)]) == EXIT_INPUT
     assert "holds no 'runs' list" in capsys.readouterr().err
