@@ -39,6 +39,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ablations.plan_sections import ParamValue
 from ablations.workload import DataProblem, Evaluation, InputGroup, InputReport
+from ablations.workloads.epoch_order import EpochOrder
 
 CORPUS_BYTES = 2_000_000
 """Default cap on the corpus: whole files in sorted order while the total stays under it."""
@@ -224,9 +225,7 @@ class CharLMWorkload:
         )
         self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=steps)
         self.scaler = None  # bf16 keeps fp32's exponent range: no loss scaling needed
-        self.generator = torch.Generator().manual_seed(seed)
-        self.permutation = self._new_permutation()
-        self.cursor = 0
+        self.order = EpochOrder(len(self.starts), seed, device)  # checkpointed data position
 
     @classmethod
     def build(
@@ -243,16 +242,8 @@ class CharLMWorkload:
         lengths = sorted({max(1, block // 4), max(1, block // 2), block, trained})
         return {f"seq{n}": ({} if n == trained else {"seq_len": n}) for n in lengths}
 
-    def _new_permutation(self) -> torch.Tensor:
-        perm = torch.randperm(len(self.starts), generator=self.generator)
-        return perm.to(self.device, non_blocking=True)
-
     def _next_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.cursor + self.batch_size > len(self.starts):
-            self.permutation = self._new_permutation()
-            self.cursor = 0
-        chosen = self.permutation[self.cursor : self.cursor + self.batch_size]
-        self.cursor += self.batch_size
+        chosen = self.order.take(self.batch_size)
         windows = self.train_data[self.starts[chosen][:, None] + self.offsets].long()
         return windows[:, :-1], windows[:, 1:]
 
@@ -291,16 +282,10 @@ class CharLMWorkload:
         return Evaluation(metrics={"val_loss": loss, "bits_per_byte": loss / math.log(2)})
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "generator": self.generator.get_state(),
-            "permutation": self.permutation.cpu(),
-            "cursor": self.cursor,
-        }
+        return self.order.state_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.generator.set_state(state["generator"])
-        self.permutation = state["permutation"].to(self.device)
-        self.cursor = int(state["cursor"])
+        self.order.load_state_dict(state)
 
     def input_report(self) -> InputReport:
         """Files per split; those longer than `max_file_bytes` (when set) are truncated."""

@@ -19,6 +19,7 @@ from torch import nn
 
 from ablations.plan_sections import ParamValue
 from ablations.workload import Evaluation, InputGroup, InputReport, Predictions, Split, Splits
+from ablations.workloads.epoch_order import EpochOrder
 
 PIXELS = 64
 HELDOUT_EVERY = 5
@@ -120,11 +121,7 @@ class DigitsWorkload:
         self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=steps)
         self.scaler = None
         self.loss_fn = nn.CrossEntropyLoss()
-        # Data order: a CPU generator drives the epoch permutations, so the data position is a
-        # small state (generator, permutation, cursor) that checkpoints restore exactly.
-        self.generator = torch.Generator().manual_seed(seed)
-        self.permutation = self._new_permutation()
-        self.cursor = 0
+        self.order = EpochOrder(len(self.train_ids), seed, device)  # checkpointed data position
 
     @classmethod
     def build(
@@ -132,21 +129,9 @@ class DigitsWorkload:
     ) -> DigitsWorkload:
         return cls(params, seed, device, steps)
 
-    def _new_permutation(self) -> torch.Tensor:
-        perm = torch.randperm(len(self.train_ids), generator=self.generator)
-        return perm.to(self.device, non_blocking=True)
-
-    def _next_batch(self) -> torch.Tensor:
-        if self.cursor + self.batch_size > len(self.train_ids):
-            self.permutation = self._new_permutation()
-            self.cursor = 0
-        index = self.permutation[self.cursor : self.cursor + self.batch_size]
-        self.cursor += self.batch_size
-        return index
-
     def train_step(self, step: int) -> torch.Tensor:
         self.model.train()
-        index = self._next_batch()
+        index = self.order.take(self.batch_size)
         loss = self.loss_fn(self.model(self.x_train[index]), self.y_train[index])
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -171,16 +156,10 @@ class DigitsWorkload:
         )
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "generator": self.generator.get_state(),
-            "permutation": self.permutation.cpu(),
-            "cursor": self.cursor,
-        }
+        return self.order.state_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.generator.set_state(state["generator"])
-        self.permutation = state["permutation"].to(self.device)
-        self.cursor = int(state["cursor"])
+        self.order.load_state_dict(state)
 
     def input_report(self) -> InputReport:
         truncated = self.keep_pixels < PIXELS

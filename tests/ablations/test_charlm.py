@@ -44,13 +44,15 @@ def test_resume_mid_epoch_is_bitwise() -> None:
     first = build(params, steps)
     for step in range(1, saved_at + 1):
         first.train_step(step)
-    assert 0 < first.cursor < len(first.starts)  # mid-epoch
+    assert 0 < first.order.cursor < len(first.starts)  # mid-epoch
     payload = capture(saved_at, first, RunHistory()).serialize()
     torch.manual_seed(12345)  # the global RNG moves on: the checkpoint must bring it back
     resumed = build(params, steps, seed=0)
     assert restore(payload, resumed, RunHistory()) == saved_at
     continued = [resumed.train_step(step).item() for step in range(saved_at + 1, steps + 1)]
-    assert not torch.equal(resumed.permutation, first.permutation)  # crossed into a new epoch
+    assert not torch.equal(
+        resumed.order.permutation, first.order.permutation
+    )  # crossed into a new epoch
     assert continued == reference[saved_at:]
 
 

@@ -22,18 +22,10 @@ from typing import Any
 
 from ablations.checkpoint.store import FsspecStore
 from ablations.workloads.digits import DigitsWorkload
+from tests.ablations.checkpoint.workloads import claim as _claim
 
 SLOW_UPLOAD, PAUSE = "ABLATE_FAULT_SLOW_UPLOAD", "ABLATE_FAULT_PAUSE"
 LOSE_CURSOR = "ABLATE_FAULT_LOSE_CURSOR"
-
-
-def _claim(marker: Path) -> bool:
-    """Create `marker` exclusively: True for the one caller (across processes) that made it."""
-    try:
-        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return False
-    return True
 
 
 _put = FsspecStore.put

@@ -17,7 +17,8 @@ process; with ONCE, only the process that creates the file ONCE does (a lost wor
 retry goes on)."""
 
 
-def _claim(marker: Path) -> bool:
+def claim(marker: Path) -> bool:
+    """Create `marker` exclusively: True for the one caller (across processes) that made it."""
     try:
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
@@ -32,7 +33,7 @@ class CrashingDigits(DigitsWorkload):
         crash = os.environ.get(CRASH_AT)
         at, _, rest = (crash or "").partition(":")
         commit, _, once = rest.partition(":")
-        if crash and step == int(at) and (not once or _claim(Path(once))):
+        if crash and step == int(at) and (not once or claim(Path(once))):
             committed = Path(commit)
             deadline = time.monotonic() + 30
             while not committed.exists() and time.monotonic() < deadline:
@@ -48,7 +49,7 @@ class ForgetfulDigits(DigitsWorkload):
         return {"cursor": 0}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.cursor = int(state["cursor"])
+        self.order.cursor = int(state["cursor"])
 
 
 class UnloadableDigits(DigitsWorkload):
