@@ -34,8 +34,8 @@ def _significant(value: float | None) -> float | None:
 
 def outcome(record: RunRecord) -> str:
     """A run's outcome in a few words: the stop, the rejection or the error (and whether a rerun
-    retries it), else its metrics; and where it resumed from when an earlier attempt's
-    checkpoint was used."""
+    retries it), else its metrics; and the step it started from when a checkpoint was used: its
+    pilot's (the plan) or an interrupted attempt's (a recovery)."""
     from ablations.units import metric
 
     if record.stop is not None:
@@ -47,7 +47,11 @@ def outcome(record: RunRecord) -> str:
     else:
         detail = ", ".join(f"{k}={metric(v)}" for k, v in record.metrics.items())
     step = record.checkpoint.resumed_from_step
-    return detail + (f"; resumed {record.run_id} from step {step}" if step else "")
+    if not step:
+        return detail
+    if step == record.checkpoint.pilot_step:  # the plan: a main run continues its pilot
+        return f"{detail}; continued its pilot from step {step}"
+    return f"{detail}; resumed {record.run_id} from step {step}"  # after an interruption
 
 
 def record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]]:

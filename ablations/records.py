@@ -145,6 +145,9 @@ class CheckpointSummary(Record):
     expected_overhead: float | None = None
     """C/tau + tau/(2M): the expected fraction of time lost to saving and to interruptions."""
     resumed_from_step: int | None = None
+    pilot_step: int = 0
+    """The step its pilot trained to (a main run continuing a pilot), else 0: resuming exactly
+    there is the plan, resuming later is a recovery."""
     note: str | None = None
     """Why the run did not resume where it was planned to (its pilot's last step)."""
 

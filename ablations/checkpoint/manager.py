@@ -75,6 +75,7 @@ class CheckpointManager:
             self.summary.resumed_from_step = step
             self.summary.uri = self.store.uri(commit.step_key(source, step))
             log.info("resumed run %s from step %d", self.identity.run_id, step)
+        self.summary.pilot_step = self.expected_step
         if step < self.expected_step:
             # e.g. a memory:// store lives in one worker process: the pilot's ran elsewhere
             self.summary.note = (
