@@ -10,14 +10,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ablations.plan_sections import (
+from ablations.plan.sections import (
     Category,
     CheckpointSection,
     ParamValue,
     StopRules,
     meets_threshold,
 )
-from ablations.variants import Phase
+from ablations.plan.variants import Phase
 
 RunStatus = Literal["accepted", "rejected", "stopped", "failed", "trimmed"]
 """accepted; rejected (completed, its final metric missed the threshold: see `rejection`);

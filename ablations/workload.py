@@ -22,7 +22,7 @@ in batches, so a GPU is never made to wait on every step.
 
 Optional: `splits()` returning `Splits` lets the built-in data check inspect the data;
 `check_data()` returning a list of `DataProblem` replaces the built-in check (see
-`ablations.data_check`; the plan's registered counts are checked either way).
+`ablations.preflight.data_check`; the plan's registered counts are checked either way).
 `data_sha256()` returning a digest of the data read puts it in the run environment (and the
 manifest). A classmethod `probe_groups(params)` returning input group -> param overrides (e.g.
 `{"seq64": {"seq_len": 64}}`) gives `ablate probe` its input groups; without it the probe
@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from ablations.errors import WorkloadError
-from ablations.plan_sections import ParamValue
+from ablations.plan.sections import ParamValue
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ablations.driver import seed_everything
+from ablations.training.driver import seed_everything
 from ablations.workloads.digits import DigitsWorkload
 
 BareRun = dict[str, Any]

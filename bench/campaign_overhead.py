@@ -68,7 +68,7 @@ def trained_runs(out: Path) -> tuple[list[dict[str, object]], int]:
 
 
 def _eval_every(out: Path) -> int:
-    from ablations.campaign_state import registered_plan
+    from ablations.campaign.state import registered_plan
 
     return registered_plan(out).workload.eval_every
 
@@ -101,8 +101,8 @@ def main() -> int:
     parser.add_argument("--devices", default=None, help="ablate run --devices (default: plan's)")
     parser.add_argument("--ray-python", type=Path, default=Path("/tmp/ray-venv/bin/python"))
     args = parser.parse_args()
-    from ablations.plan_io import load_plan
-    from ablations.slots import plan_slots
+    from ablations.plan.io import load_plan
+    from ablations.slots.devices import plan_slots
 
     slots = plan_slots(load_plan(args.plan).resources, args.devices)
     threads = slots[0].cpu_threads

@@ -27,7 +27,7 @@ from torch import nn
 from ablations.checkpoint import CheckpointManager, open_store
 from ablations.checkpoint.interval import young_daly
 from ablations.hooks import RunHistory
-from ablations.plan_sections import CheckpointSection
+from ablations.plan.sections import CheckpointSection
 from ablations.records import RunSpec
 
 BUCKET = "ablate-bench"

@@ -4,10 +4,11 @@
 
 The runs sleep instead of training, but go through the campaign's real parts: a Prefect flow
 on `ThreadPoolTaskRunner(max_workers=slots)`, every task leasing a slot from `SlotPool` for
-its whole run, all of a phase submitted at once, in the order `ablations.scheduling.longest_first`
-gives from (simulated) pilot measurements of each variant's seconds per step. The plan's own
-order (seeded shuffle) is measured too, for comparison. Makespan = last end - first start;
-lower bound = max(total / slots, longest run). Goal (issue 5): makespan <= 1.10x the bound.
+its whole run, all of a phase submitted at once, in the order
+`ablations.campaign.scheduling.longest_first` gives from (simulated) pilot measurements of each
+variant's seconds per step. The plan's own order (seeded shuffle) is measured too, for
+comparison. Makespan = last end - first start; lower bound = max(total / slots, longest
+run). Goal (issue 5): makespan <= 1.10x the bound.
 Prints one summary line.
 """
 
@@ -39,10 +40,10 @@ def main() -> int:
     from prefect import flow, task
     from prefect.task_runners import ThreadPoolTaskRunner
 
+    from ablations.campaign.scheduling import longest_first
+    from ablations.plan.variants import PlannedRun
     from ablations.records import RunRecord, Timings
-    from ablations.scheduling import longest_first
-    from ablations.slots import SlotPool
-    from ablations.variants import PlannedRun
+    from ablations.slots.devices import SlotPool
 
     rng = random.Random(args.seed)
     steps = 100

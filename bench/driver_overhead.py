@@ -26,8 +26,8 @@ import time
 
 import torch
 
-from ablations.driver import execute, seed_everything
 from ablations.records import RunSpec
+from ablations.training.driver import execute, seed_everything
 from ablations.workload import load_workload
 
 WORKLOADS = {

@@ -107,9 +107,9 @@ if [[ -f "$OUT/probe/probe.json" ]]; then
   "$PY" - "$OUT" <<'EOF' | tee -a "$SUMMARY"
 import sys
 from pathlib import Path
-from ablations.plan_io import load_plan
-from ablations.probe import for_plan
-from ablations.slots import plan_slots
+from ablations.plan.io import load_plan
+from ablations.probe.sweep import for_plan
+from ablations.slots.devices import plan_slots
 folder = Path(sys.argv[1])
 plan = load_plan(folder / "plan-1.yaml")
 probe = for_plan(plan, folder / "plan-1.yaml", folder / "probe" / "probe.json")

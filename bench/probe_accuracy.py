@@ -24,7 +24,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from ablations.probe import read
+from ablations.probe.sweep import read
 
 GOAL = 0.15
 
@@ -86,10 +86,10 @@ def main() -> int:
 def direct(plan_path: Path, repeats: int) -> int:
     import torch
 
-    from ablations.driver import execute
-    from ablations.plan_io import load_plan
-    from ablations.probe_point import measure
+    from ablations.plan.io import load_plan
+    from ablations.probe.point import measure
     from ablations.records import RunSpec
+    from ablations.training.driver import execute
 
     torch.set_num_threads(1)
     plan = load_plan(plan_path)

@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from ablations.cli import main
-from ablations.plan_io import load_plan
+from ablations.plan.io import load_plan
 
 DEMO = Path(__file__).resolve().parents[1] / "ablations" / "recipes" / "demo.yaml"
 SEEDS_GOAL_S = 2.0

@@ -19,18 +19,18 @@ from prefect.artifacts import (
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from ablations.campaign_phases import gate_decided, phase_runs, slot_warmup
-from ablations.campaign_state import registered_plan, remove_leftover_temporaries
-from ablations.folder_lock import hold_folder
-from ablations.plan_io import read_plan_text
-from ablations.probe import peak_for_slots
+from ablations.campaign.lock import hold_folder
+from ablations.campaign.scheduling import longest_first
+from ablations.campaign.state import registered_plan, remove_leftover_temporaries
+from ablations.campaign.steps import gate_decided, phase_runs, slot_warmup
+from ablations.plan.io import read_plan_text
+from ablations.plan.variants import PlannedRun
+from ablations.probe.sweep import peak_for_slots
 from ablations.progress import outcome, record_rows, say
 from ablations.records import RunRecord
-from ablations.remote_runs import PoolSettings, open_pool, pool_slots, require_shared_store
-from ablations.scheduling import longest_first
-from ablations.slot_runtime import open_slots
-from ablations.slots import plan_slots
-from ablations.variants import PlannedRun
+from ablations.slots.attempts import PoolSettings, open_pool, pool_slots, require_shared_store
+from ablations.slots.devices import plan_slots
+from ablations.slots.local import open_slots
 from flows.gate_ui import ask_in_ui, decision_markdown
 from flows.run_log import run_logger
 from flows.run_names import campaign_run_name

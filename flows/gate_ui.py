@@ -15,9 +15,9 @@ from prefect.exceptions import FlowPauseTimeout
 from prefect.input import RunInput
 from pydantic import ConfigDict, Field, create_model
 
-from ablations.gate import GateDecision, apply_answer
+from ablations.campaign.gate import GateDecision, apply_answer
+from ablations.plan.variants import PlannedRun
 from ablations.progress import say
-from ablations.variants import PlannedRun
 
 DECISION_HELP = (
     "continue: run every remaining registered main run (leave Drop empty); trim: drop the runs "

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ablations.parent_watch import PRCTL, die_with_parent
+from ablations.slots.parent_watch import PRCTL, die_with_parent
 from flows.server_database import prepare_database
 
 STARTUP_FAILED = 3

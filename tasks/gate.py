@@ -6,8 +6,8 @@ from pathlib import Path
 
 from prefect import task
 
-from ablations.campaign_phases import gate_recommendation, record_gate_decision
-from ablations.gate import GateDecision
+from ablations.campaign.gate import GateDecision
+from ablations.campaign.steps import gate_recommendation, record_gate_decision
 
 
 @task(name="gate-recommendation")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from prefect import task
 
-from ablations.campaign_phases import preflight_once
+from ablations.campaign.steps import preflight_once
 from ablations.records import PreflightReport
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from prefect import task
 
 from ablations.budget import Projection
-from ablations.campaign_phases import registered_projection
-from ablations.campaign_state import Registration, register
+from ablations.campaign.state import Registration, register
+from ablations.campaign.steps import registered_projection
 
 
 @task(name="register", retries=0)

@@ -7,8 +7,8 @@ from pathlib import Path
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
-from ablations.campaign_folder import REPORT
-from ablations.campaign_phases import export_outputs
+from ablations.campaign.folder import REPORT
+from ablations.campaign.steps import export_outputs
 
 
 @task(name="results")

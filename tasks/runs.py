@@ -7,7 +7,7 @@ from pathlib import Path
 from prefect import task
 from prefect.states import Completed, Failed, State
 
-from ablations.campaign_phases import execute_registered_run
+from ablations.campaign.steps import execute_registered_run
 from ablations.progress import PROGRESS_LOG, outcome
 from ablations.records import RunRecord
 

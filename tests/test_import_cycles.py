@@ -18,18 +18,18 @@ PACKAGES = ("ablations", "tasks", "flows")
 
 REMAINING = [
     {
-        "ablations.campaign_phases",
-        "ablations.export",
-        "ablations.remote_runs",
-        "ablations.slot_runtime",
-        "ablations.worker",
+        "ablations.campaign.steps",
+        "ablations.outputs.export",
+        "ablations.slots.attempts",
+        "ablations.slots.local",
+        "ablations.slots.worker",
     },
 ]
 """The circle deferred imports still close (issue #16): the campaign's steps with the slots,
 the work pool and the results step (a worker runs `export.write_outputs`, which reads the
 folder through `campaign_phases`, which leases workers). It goes with the campaign folder
 model and the executor protocol. Broken here: the CLI with its subcommand modules (the
-registry and exit codes are in `ablations.cli_registry`), records with stop rules
+registry and exit codes are in `ablations.cli.registry`), records with stop rules
 (`meets_threshold` is the metric section's), slots with the probe (`slots_that_fit` is the
 slots'). Plan with variants closes only under `TYPE_CHECKING`."""
 

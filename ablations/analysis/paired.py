@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from scipy import special
 
 from ablations.analysis.verdicts import interval_verdict, runs_verdict, trimmed_note
-from ablations.plan_sections import Category, MetricSection, Verdict
+from ablations.plan.sections import Category, MetricSection, Verdict
 from ablations.records import RunRecord, RunStatus
 
 CONFIDENCE = 0.95

@@ -1,6 +1,6 @@
 """Verdicts: what a campaign concluded about each variant, from its runs and its interval.
 
-Every variant gets one verdict (`Verdict`, declared in `ablations.plan_sections`), decided in
+Every variant gets one verdict (`Verdict`, declared in `ablations.plan.sections`), decided in
 this order:
 
 1. From its runs, when any main-phase run of it was not accepted: a configuration that fails
@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import get_args
 
-from ablations.plan_sections import DecisionRule, MetricSection, Verdict
+from ablations.plan.sections import DecisionRule, MetricSection, Verdict
 from ablations.records import RunRecord
 
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)

@@ -30,15 +30,15 @@ from ablations.budget.projection import (
     project,
     slot_count,
 )
-from ablations.plan import Plan, plan_hash
-from ablations.plan_sections import Cost
+from ablations.plan.model import Plan, plan_hash
+from ablations.plan.sections import Cost
 from ablations.records import RunRecord
 from ablations.units import hours as show_hours
 from ablations.units import usd
 
 if TYPE_CHECKING:
-    from ablations.probe import ProbeResult
-from ablations.variants import PlannedRun, planned_runs
+    from ablations.probe.sweep import ProbeResult
+from ablations.plan.variants import PlannedRun, planned_runs
 
 
 class Suggestion(BaseModel):

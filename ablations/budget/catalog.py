@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from ablations.errors import InputError
-from ablations.plan_sections import Offer, PackageSection
+from ablations.plan.sections import Offer, PackageSection
 
 CATALOG: tuple[Offer, ...] = (
     Offer(gpu="RTX 4090", days=3, price_usd=47.14),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from ablations.budget.catalog import Package
-from ablations.plan_sections import Cost
+from ablations.plan.sections import Cost
 from ablations.records import RunRecord
 
 

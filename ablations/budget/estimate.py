@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import fmean
 
-from ablations.plan import Plan
-from ablations.plan_sections import RunEstimate
+from ablations.plan.model import Plan
+from ablations.plan.sections import RunEstimate
 from ablations.records import RunRecord
 
 

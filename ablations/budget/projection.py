@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from ablations.checkpoint.interval import BOOTSTRAP_STEPS, young_daly
-from ablations.plan import Plan
-from ablations.plan_sections import Category, CheckpointSection, RunEstimate
-from ablations.variants import Phase, PlannedRun
+from ablations.plan.model import Plan
+from ablations.plan.sections import Category, CheckpointSection, RunEstimate
+from ablations.plan.variants import Phase, PlannedRun
 
 PARTS = ("load", "train", "evaluate", "checkpoint", "export")
 FIT_TOLERANCE_HOURS = 1e-9

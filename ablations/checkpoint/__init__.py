@@ -7,7 +7,6 @@ saver.py     one background save in flight, retried with backoff
 fence.py     which work-pool attempt of a run may commit (the campaign's pointer)
 interval.py  steps | seconds | auto (Young/Daly, capped by the tolerable loss)
 manager.py   `CheckpointManager`, the driver's `CheckpointHook` for one run
-restart.py   the restart check of preflight (stop rule `restart`)
 
 The names below load their module on first use: the campaign process plans intervals and
 reads commit records without importing torch, which only the slot workers need.
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
     from ablations.checkpoint.commit import ForeignCheckpoint, Identity, RefusedCheckpoint
     from ablations.checkpoint.interval import IntervalPolicy, overhead, young_daly
     from ablations.checkpoint.manager import CheckpointManager
-    from ablations.checkpoint.restart import restart_check
     from ablations.checkpoint.saver import Retry
     from ablations.checkpoint.store import FsspecStore, Store, open_store
     from ablations.records import RunSpec
@@ -38,7 +36,6 @@ _HOME = {
     "Store": "store",
     "open_store": "store",
     "overhead": "interval",
-    "restart_check": "restart",
     "young_daly": "interval",
 }
 
@@ -54,7 +51,6 @@ __all__ = [
     "hook_for",
     "open_store",
     "overhead",
-    "restart_check",
     "young_daly",
 ]
 

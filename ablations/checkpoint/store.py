@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 import fsspec
 
 from ablations.errors import StoreError
-from ablations.plan_sections import CheckpointSection
+from ablations.plan.sections import CheckpointSection
 
 S3_TIMEOUTS = {"connect_timeout": 5, "read_timeout": 60}
 """Seconds; botocore's defaults (60 s connect) would hang a run on a dead endpoint for

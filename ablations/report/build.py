@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ablations.campaign_folder import (
+from ablations.campaign.folder import (
     EFFECTS_PNG,
     PER_CLASS_PNG,
     REPORT,

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 
 from ablations.analysis import Effect, run_reason
-from ablations.plan_sections import MetricSection
+from ablations.plan.sections import MetricSection
 from ablations.report.inputs import ReportInputs
 from ablations.units import significant
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ablations.campaign_folder import MANIFEST, PLAN
+from ablations.campaign.folder import MANIFEST, PLAN
 from ablations.errors import InputError
-from ablations.manifest import BudgetSummary, ManifestRun, read_manifest
-from ablations.plan_io import load_plan
+from ablations.outputs.manifest import BudgetSummary, ManifestRun, read_manifest
+from ablations.plan.io import load_plan
 from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
 

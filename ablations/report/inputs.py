@@ -17,10 +17,10 @@ from ablations.analysis import (
     load_predictions,
     paired_effects,
 )
-from ablations.plan import Plan
-from ablations.plan_sections import MetricSection, same_value
+from ablations.plan.model import Plan
+from ablations.plan.sections import MetricSection, same_value
+from ablations.plan.variants import CONTROL, PlannedRun, variants
 from ablations.records import RunRecord
-from ablations.variants import CONTROL, PlannedRun, variants
 
 
 class FactorPlan(BaseModel):

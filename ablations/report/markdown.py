@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from ablations.analysis import ErrorAnalysis, run_reason
-from ablations.campaign_folder import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
+from ablations.campaign.folder import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.decision import decision_reached
 from ablations.report.inputs import ReportInputs, ReportRun
 from ablations.units import metric, significant

@@ -16,8 +16,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ablations.analysis import Effect, ErrorAnalysis, per_class_frame
-from ablations.campaign_folder import CampaignFolder
-from ablations.plan_sections import MetricSection
+from ablations.campaign.folder import CampaignFolder
+from ablations.plan.sections import MetricSection
 from ablations.report.inputs import ReportRun
 
 STATUS_COLORS = {

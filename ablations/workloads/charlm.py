@@ -37,7 +37,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from ablations.plan_sections import ParamValue
+from ablations.plan.sections import ParamValue
 from ablations.workload import DataProblem, Evaluation, InputGroup, InputReport
 from ablations.workloads.epoch_order import EpochOrder
 

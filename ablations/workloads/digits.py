@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ablations.plan_sections import ParamValue
+from ablations.plan.sections import ParamValue
 from ablations.workload import Evaluation, InputGroup, InputReport, Predictions, Split, Splits
 from ablations.workloads.epoch_order import EpochOrder
 

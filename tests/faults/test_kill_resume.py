@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ablations.verify import verify_folder
+from ablations.verify.folder import verify_folder
 from tests.faults.conftest import Campaign, fault_plan, kill_when, log_text
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ablations.campaign_state import atomic_write_text, load_record, register, save_record
+from ablations.campaign.state import atomic_write_text, load_record, register, save_record
 from ablations.errors import AblationError
 from ablations.records import RunRecord
 from tests.conftest import ROOT
@@ -107,7 +107,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def test_a_full_disk_stops_with_one_line_and_a_rerun_after_freeing_space_verifies(
     small_disk: Path, tmp_path: Path
 ) -> None:
-    from ablations.verify import verify_folder
+    from ablations.verify.folder import verify_folder
     from tests.faults.conftest import Campaign, fault_plan
 
     campaign = Campaign(small_disk / "c", fault_plan(), tmp_path / "prefect-home")
@@ -127,7 +127,8 @@ def test_a_full_disk_stops_with_one_line_and_a_rerun_after_freeing_space_verifie
 def test_an_os_error_is_one_line_and_exit_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from ablations import cli, cli_registry
+    from ablations import cli
+    from ablations.cli import registry as cli_registry
 
     def full(args: object) -> int:
         atomic_write_text(tmp_path / "records" / "r.json", "{}")

@@ -20,7 +20,7 @@ import torch
 
 from ablations.checkpoint import fence, open_store
 from ablations.records import RunRecord, RunSpec
-from ablations.remote_runs import PoolSettings, RemoteRunner, accepted_result, run_on_host
+from ablations.slots.attempts import PoolSettings, RemoteRunner, accepted_result, run_on_host
 from tests.faults.workloads import PAUSE
 from tests.flows.conftest import plan_text
 
@@ -28,9 +28,9 @@ PAUSED_AT = 25  # after the commit of step 20, before the one of step 30
 
 
 def _registered_spec(tmp_path: Path, tiny_plan: dict[str, Any]) -> RunSpec:
-    from ablations.campaign_phases import phase_runs, registration_of
-    from ablations.campaign_state import register, registered_plan
-    from ablations.run_specs import spec_for
+    from ablations.campaign.specs import spec_for
+    from ablations.campaign.state import register, registered_plan
+    from ablations.campaign.steps import phase_runs, registration_of
 
     tiny_plan["workload"].update(steps=60, entry="tests.faults.workloads:FaultDigits")
     tiny_plan["checkpoint"] = {"store": f"file://{tmp_path / 'store'}", "interval": {"steps": 10}}
@@ -155,10 +155,10 @@ def test_a_late_attempt_declared_lost_commits_nothing_and_the_accepted_one_is_cl
             assert (out / relative).read_bytes() == (clean_out / relative).read_bytes(), name
 
     # `ablate verify` reopens the accepted attempt's checkpoint where the record names it.
-    from ablations.campaign_phases import registered_runs
-    from ablations.campaign_state import registered_plan
-    from ablations.manifest import ManifestRun
-    from ablations.verify_reload import check_checkpoint
+    from ablations.campaign.state import registered_plan
+    from ablations.campaign.steps import registered_runs
+    from ablations.outputs.manifest import ManifestRun
+    from ablations.verify.reload import check_checkpoint
 
     planned = next(p for p in registered_runs(out) if p.run_id == accepted.run_id)
     recorded = {k: v for k, v in accepted if k not in ("variant", "seed", "category", "phase")}

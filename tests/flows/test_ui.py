@@ -11,9 +11,9 @@ from uuid import UUID
 
 import pytest
 
-from ablations.gate import GateDecision
+from ablations.campaign.gate import GateDecision
+from ablations.plan.variants import PlannedRun
 from ablations.records import RunError, RunRecord, Stop
-from ablations.variants import PlannedRun
 
 
 def _logs(flow_run_id: UUID, expected: int) -> list[Any]:

@@ -10,9 +10,9 @@ import pytest
 
 from ablations.cli import main
 from ablations.errors import AblationError, InputError
-from ablations.plan_sections import CheckpointSection, ResourcesSection
-from ablations.remote_runs import PoolSettings, pool_slots, require_shared_store, run_on_host
-from tests.ablations.test_cli import ablate
+from ablations.plan.sections import CheckpointSection, ResourcesSection
+from ablations.slots.attempts import PoolSettings, pool_slots, require_shared_store, run_on_host
+from tests.ablations.cli.test_main import ablate
 from tests.flows.conftest import plan_text
 
 
@@ -79,10 +79,10 @@ def test_a_bad_devices_value_exits_2_in_one_line_with_a_pool_as_without(
 def test_the_worker_side_leaves_record_outputs_and_heartbeat_in_the_store(
     tmp_path: Path, tiny_plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ablations.campaign_phases import phase_runs, registration_of
-    from ablations.campaign_state import register, registered_plan
+    from ablations.campaign.specs import spec_for
+    from ablations.campaign.state import register, registered_plan
+    from ablations.campaign.steps import phase_runs, registration_of
     from ablations.checkpoint import fence, open_store
-    from ablations.run_specs import spec_for
 
     store = tmp_path / "store"
     tiny_plan["checkpoint"]["store"] = f"file://{store}"

@@ -14,13 +14,13 @@ import pytest
 import torch
 
 from ablations.checkpoint.state import capture, restore
-from ablations.driver import execute, seed_everything
 from ablations.hooks import RunHistory
-from ablations.plan_sections import ResourcesSection
-from ablations.probe_point import probe_variant
+from ablations.plan.sections import ResourcesSection
+from ablations.probe.point import probe_variant
 from ablations.records import RunSpec
-from ablations.slots import SlotSpec, card_memory, plan_slots
-from ablations.worker import SlotWorker
+from ablations.slots.devices import SlotSpec, card_memory, plan_slots
+from ablations.slots.worker import SlotWorker
+from ablations.training.driver import execute, seed_everything
 from ablations.workloads.charlm import CharLMWorkload
 
 pytestmark = [

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ablations.plan import Plan, parse_plan, plan_hash
+from ablations.plan.model import Plan, parse_plan, plan_hash
+from ablations.plan.variants import PlannedRun, planned_runs
 from ablations.records import RunError, RunRecord, Stop
-from ablations.variants import PlannedRun, planned_runs
 
 if TYPE_CHECKING:  # imported late: spawned ledger writers stay free of pandas and scipy
     from ablations.report.inputs import ReportRun
@@ -138,7 +138,7 @@ def _record(out_dir: Path, planned: PlannedRun, start: float, slot: str) -> RunR
 
 
 def manifest_row(run: ReportRun) -> dict[str, Any]:
-    """A manifest row as `ablations.export` writes it: planned fields plus the record's."""
+    """A manifest row as `ablations.outputs.export` writes it: planned fields plus the record's."""
     row: dict[str, Any] = run.planned.model_dump(mode="json")
     if run.record is None:
         row["status"] = "pending"

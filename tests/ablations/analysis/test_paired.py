@@ -16,7 +16,7 @@ from ablations.analysis import (
     paired_effects,
     verdict_of,
 )
-from ablations.plan_sections import MetricSection
+from ablations.plan.sections import MetricSection
 from ablations.records import RunRecord
 from tests.ablations.analysis.synthetic import CONTROL, DIFFS, STOP_MESSAGE, write_synthetic
 

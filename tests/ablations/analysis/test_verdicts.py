@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ablations.analysis import VERDICTS, interval_verdict, paired_effects, runs_verdict
-from ablations.plan_sections import MetricSection
+from ablations.plan.sections import MetricSection
 from ablations.records import Rejection, RunError, RunRecord, Stop
 
 METRIC = MetricSection(name="accuracy", threshold=0.85, useful_effect=0.01)
@@ -172,11 +172,11 @@ def test_interval_verdicts_under_each_rule(
 def test_the_demo_keep_pixels_32_is_input_truncated_on_every_seed() -> None:
     # The demo's keep_pixels=32 runs for real (the truncation rule stops them before the
     # first step, so no training is needed); the control's records are crafted.
-    from ablations.driver import execute
-    from ablations.plan import plan_hash
-    from ablations.plan_io import load_plan
+    from ablations.plan.io import load_plan
+    from ablations.plan.model import plan_hash
+    from ablations.plan.variants import planned_runs
     from ablations.records import RunSpec
-    from ablations.variants import planned_runs
+    from ablations.training.driver import execute
     from tests.conftest import DEMO_PLAN
 
     plan = load_plan(DEMO_PLAN)

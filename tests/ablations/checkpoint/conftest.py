@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from ablations.hooks import CheckpointHook, RunHistory
-from ablations.plan_sections import CheckpointSection
+from ablations.plan.sections import CheckpointSection
 from ablations.records import RunSpec
 from ablations.workloads.digits import DigitsWorkload
 

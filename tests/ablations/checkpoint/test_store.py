@@ -9,7 +9,7 @@ import pytest
 
 from ablations.checkpoint import FsspecStore, Store, open_store
 from ablations.errors import StoreError
-from ablations.plan_sections import CheckpointSection
+from ablations.plan.sections import CheckpointSection
 from tests.s3_server import BUCKET, free_port
 
 
@@ -91,10 +91,10 @@ def test_a_relative_file_store_lives_in_the_output_folder(store: str, placed: st
 
 
 def test_run_specs_place_the_store_in_the_campaign_folder(tmp_path: Path) -> None:
-    from ablations.campaign_state import Registration
-    from ablations.plan_io import load_plan
-    from ablations.run_specs import spec_for
-    from ablations.variants import planned_runs
+    from ablations.campaign.specs import spec_for
+    from ablations.campaign.state import Registration
+    from ablations.plan.io import load_plan
+    from ablations.plan.variants import planned_runs
     from tests.conftest import ROOT
 
     plan = load_plan(ROOT / "ablations" / "recipes" / "demo.yaml", check_workload=False)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ablations.ledger import LEDGER_URL
+from ablations.outputs.ledger import LEDGER_URL
 from ablations.report import (
     EFFECTS_PNG,
     PER_CLASS_PNG,

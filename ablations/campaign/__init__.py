@@ -1,0 +1,1 @@
+"""The campaign's machinery: its output folder, registration, steps, executor protocol, gate."""

@@ -1,0 +1,229 @@
+"""The output folder of a campaign: the name of every file of the contract, read and written typed.
+
+    folder = CampaignFolder(Path("DIR"))
+    folder.write_gate(decision)           # DIR/gate.json, atomically
+    folder.records()                      # every DIR/records/<run_id>.json, as RunRecords
+    folder.manifest()                     # DIR/manifest.json as a `Manifest` (read once)
+
+The names below are the output contract (DESIGN.md); no other module spells them. Every write
+goes through a temporary file and a rename (`atomic_write_text`), so a reader never sees half a
+file. Reads return pydantic models, or None where the file does not exist (yet).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from ablations.outputs.manifest import MANIFEST, Manifest, read_manifest
+from ablations.records import PreflightReport, RunRecord
+
+if TYPE_CHECKING:
+    from ablations.budget import Projection
+    from ablations.campaign.gate import GateDecision
+    from ablations.plan.model import Plan
+
+"""The index of the folder: campaign, environment, gate, budget, one row per run, file hashes."""
+PLAN = "plan.yaml"
+"""The registered plan, byte for byte as given."""
+REGISTRATION = "registration.json"
+"""Campaign id, plan hash, when it was registered."""
+PROJECTION = "projection.json"
+"""The time and cost projection made at registration, kept as it was."""
+PREFLIGHT = "preflight.json"
+"""The preflight report (data check, restart check)."""
+GATE = "gate.json"
+"""The gate decision (asked once, never again; a `fix` is asked again after preflight)."""
+REFRAME_DRAFT = "reframe-draft.yaml"
+"""A draft plan for the revised question, when the gate reframed."""
+RUNS_CSV = "runs.csv"
+"""One flat row per registered run."""
+REPORT = "REPORT.md"
+RELOAD = "RELOAD.md"
+"""How to reload each artifact, as commands that work."""
+EFFECTS_PNG = "effects.png"
+PER_CLASS_PNG = "per_class_change.png"
+TIMELINE_PNG = "timeline.png"
+PLOTS = (EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG)
+"""The report's plots, beside it."""
+LEDGER = "ledger.db"
+"""The Optuna study (optuna-dashboard reads it)."""
+LEDGER_LOCK = f"{LEDGER}.lock"
+"""The ledger's advisory lock file."""
+LOCK = ".lock"
+"""The one-writer lock of the folder (`folder_lock`)."""
+PROBE_JSON = "probe.json"
+PROBE_MD = "PROBE.md"
+"""What `ablate probe --out DIR` writes (into a campaign's folder too)."""
+
+RECORDS = "records"
+"""One completion record per finished run: `records/<run_id>.json`."""
+METRICS = "metrics"
+"""Per-run step and evaluation metrics: `metrics/<run_id>.steps.csv`, `.evals.csv`."""
+PREDICTIONS = "predictions"
+"""Per-run predictions on the held-out set: `predictions/<run_id>.csv`."""
+MODELS = "models"
+"""Final weights of accepted runs: `models/<run_id>.pt`."""
+RUN_FOLDERS = (METRICS, PREDICTIONS, RECORDS, MODELS)
+"""The folders holding one file (or two) per run."""
+WRITTEN_FOLDERS = ("", *RUN_FOLDERS)
+"""Where the campaign writes files through temporaries (`.<name>.<random>.tmp`, `.part`)."""
+
+TOP_LEVEL = frozenset(
+    {
+        *(MANIFEST, PLAN, RUNS_CSV, REPORT, RELOAD, *PLOTS),
+        *(REGISTRATION, PROJECTION, PREFLIGHT, GATE, REFRAME_DRAFT),
+        *(LEDGER, LEDGER_LOCK, LOCK, PROBE_JSON, PROBE_MD),
+        *RUN_FOLDERS,
+    }
+)
+"""Every name the top of an output folder may hold (besides a relative store's folder)."""
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write through a temporary file and rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # name the file it was for
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
+
+
+class Registration(BaseModel):
+    """A registered (frozen, hashed) campaign."""
+
+    campaign_id: str
+    plan_hash: str
+    out_dir: str
+    """Absolute path of the output folder."""
+    registered_at: float
+
+
+class CampaignFolder:
+    """One output folder: typed reads and atomic writes of the contract's files."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"CampaignFolder({str(self.root)!r})"
+
+    def record_path(self, run_id: str) -> Path:
+        """`records/<run_id>.json`: the run's completion record."""
+        return self.root / self.record_name(run_id)
+
+    @staticmethod
+    def record_name(run_id: str) -> str:
+        """The record's path relative to the folder (as the manifest names it)."""
+        return f"{RECORDS}/{run_id}.json"
+
+    # -- the registered plan and registration ------------------------------------------------
+
+    def write_plan(self, text: str) -> None:
+        atomic_write_text(self.root / PLAN, text)
+
+    def plan_text(self) -> str:
+        return (self.root / PLAN).read_text(encoding="utf-8")
+
+    def plan(self) -> Plan:
+        """The registered plan (parsed once per process: every run task asks)."""
+        path = self.root / PLAN
+        return _parsed_plan(self.plan_text(), str(path))
+
+    def write_registration(self, registration: Registration) -> None:
+        atomic_write_text(self.root / REGISTRATION, registration.model_dump_json(indent=2))
+
+    def registration(self) -> Registration | None:
+        """The registration as written (its `out_dir` is where the folder was registered)."""
+        path = self.root / REGISTRATION
+        return Registration.model_validate_json(path.read_text()) if path.exists() else None
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def write_record(self, record: RunRecord) -> None:
+        atomic_write_text(self.record_path(record.run_id), record.model_dump_json(indent=2))
+
+    def record(self, run_id: str) -> RunRecord | None:
+        """The run's completion record, or None when there is none."""
+        path = self.record_path(run_id)
+        return RunRecord.model_validate_json(path.read_text()) if path.exists() else None
+
+    def records(self) -> dict[str, RunRecord]:
+        """Every completion record in the folder, by run id."""
+        folder = self.root / RECORDS
+        if not folder.is_dir():
+            return {}
+        paths = sorted(folder.glob("*.json"))
+        records = (RunRecord.model_validate_json(p.read_text()) for p in paths)
+        return {r.run_id: r for r in records}
+
+    # -- campaign state files ----------------------------------------------------------------
+
+    def write_preflight(self, report: PreflightReport) -> None:
+        atomic_write_text(self.root / PREFLIGHT, report.model_dump_json(indent=2))
+
+    def preflight(self) -> PreflightReport | None:
+        path = self.root / PREFLIGHT
+        return PreflightReport.model_validate_json(path.read_text()) if path.exists() else None
+
+    def write_gate(self, decision: GateDecision) -> None:
+        atomic_write_text(self.root / GATE, decision.model_dump_json(indent=2))
+
+    def gate(self) -> GateDecision | None:
+        """The recorded gate decision (a `fix` included), or None."""
+        from ablations.campaign.gate import GateDecision
+
+        path = self.root / GATE
+        return GateDecision.model_validate_json(path.read_text()) if path.exists() else None
+
+    def write_projection(self, projection: Projection) -> None:
+        atomic_write_text(self.root / PROJECTION, projection.model_dump_json(indent=2))
+
+    def projection(self) -> Projection | None:
+        from ablations.budget import Projection
+
+        path = self.root / PROJECTION
+        return Projection.model_validate_json(path.read_text()) if path.exists() else None
+
+    def write_reframe_draft(self, text: str) -> Path:
+        atomic_write_text(self.root / REFRAME_DRAFT, text)
+        return self.root / REFRAME_DRAFT
+
+    # -- the index files -----------------------------------------------------------------------
+
+    def write_manifest(self, manifest: Manifest) -> Path:
+        """Write manifest.json (atomically); return its path."""
+        path = self.root / MANIFEST
+        atomic_write_text(path, manifest.to_json())
+        return path
+
+    def manifest(self) -> Manifest:
+        """manifest.json as a `Manifest`, read once per process while the file is unchanged;
+        `NotACampaignFolder` (or its `ManifestError`, naming the field) when it cannot be."""
+        return read_manifest(self.root)
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Write one of the folder's text files (runs.csv, REPORT.md, RELOAD.md) atomically."""
+        atomic_write_text(self.root / name, text)
+        return self.root / name
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_plan(text: str, source: str) -> Plan:
+    from ablations.plan.io import parse_yaml
+    from ablations.plan.model import parse_plan
+
+    return parse_plan(parse_yaml(text, source), source)

@@ -1,0 +1,232 @@
+"""The decision gate after the pilot: continue, trim, reframe or fix, by the registered policy.
+
+The policy reads only the pilot's records, the preflight report and the measured durations:
+- fix when preflight failed: the restart check or the data check found a defect of the
+  workload or the data (named in the reason); nothing is drafted and a rerun repeats preflight;
+- reframe when a registered trigger fires (the control stopped, failed or is under the
+  threshold), or when even the essential runs cannot fit the window;
+- trim the main runs of variants the pilot already stopped (an essential variant only with
+  `trim_essential`, every pilot seed stopped and at least two of them), then drop the lowest
+  categories (the plan's `trim_order`) while the projected time does not fit the window;
+- otherwise continue.
+A person answering in the UI may only drop registered runs, never add new ones.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ablations.budget import estimate_from_records, project
+from ablations.plan.model import Plan
+from ablations.plan.variants import CONTROL, PlannedRun
+from ablations.records import PreflightReport, RunRecord
+from ablations.units import hours as _duration  # hours for people: s, min or h by size
+
+Decision = Literal["continue", "trim", "reframe", "fix"]
+"""continue and trim run the main phase; reframe ends the campaign because the question cannot
+be answered as posed (a draft plan is written); fix ends it because preflight found a defect in
+the workload or the data (named in the reason), and a rerun repeats the preflight."""
+
+
+class GateDecision(BaseModel):
+    """What the gate decided, why, and the numbers it used."""
+
+    decision: Decision
+    reason: str
+    drop: list[str] = []
+    """Main-phase run ids dropped (status `trimmed`)."""
+    source: Literal["auto", "ui", "timeout"] = "auto"
+    """Who decided: the policy, a person in the UI, or the policy after the UI timed out."""
+    note: str = ""
+    numbers: dict[str, float | str] = Field(default_factory=dict)
+    """Projected hours, window, margin... as used for the decision."""
+    decided_at: float | None = None
+    """Epoch seconds when the decision was recorded (the end of the gate's wait)."""
+
+
+def preflight_defect(preflight: PreflightReport) -> str:
+    """What preflight found wrong, naming the defect and what to fix."""
+    defects = [
+        f"data check: {problem}; fix the data or the workload's inputs"
+        for problem in preflight.data_problems
+    ]
+    if preflight.restart is not None:
+        defects.append(
+            f"restart check: the workload's state does not resume bitwise at step "
+            f"{preflight.restart.step}: {preflight.restart.message}; fix the workload's "
+            "state_dict/load_state_dict (or the checkpoint store it names)"
+        )
+    if preflight.error is not None:
+        defects.append(
+            f"preflight crashed: {preflight.error.type}: {preflight.error.message}; "
+            "fix the workload"
+        )
+    return "; ".join(defects) or "preflight did not pass (no report recorded); rerun it"
+
+
+def _stopped_in_pilot(plan: Plan, pilot: list[RunRecord]) -> tuple[list[str], list[str]]:
+    """(variants to trim, why essential ones are kept) from the pilot's stopped runs.
+
+    An essential variant is never dropped on one seed alone: only with `trim_essential`,
+    every pilot seed of it stopped, and at least two pilot seeds."""
+    trim: list[str] = []
+    kept: list[str] = []
+    for variant in sorted({r.variant for r in pilot if r.status == "stopped"}):
+        runs = [r for r in pilot if r.variant == variant]
+        stopped = sum(r.status == "stopped" for r in runs)
+        essential = runs[0].category == "essential"
+        if not essential or (plan.gate.trim_essential and stopped == len(runs) >= 2):
+            trim.append(variant)
+        else:
+            why = (
+                "gate.trim_essential is off"
+                if not plan.gate.trim_essential
+                else "trimming it needs every one of at least 2 pilot seeds stopped"
+            )
+            kept.append(
+                f"kept essential {variant} (stopped on {stopped}/{len(runs)} pilot seeds; "
+                f"{why}): drop it in the UI gate to trim it"
+            )
+    return trim, kept
+
+
+def _control_problem(plan: Plan, pilot: list[RunRecord]) -> str | None:
+    triggers = set(plan.gate.reframe_on)
+    for record in (r for r in pilot if r.variant == CONTROL):
+        if record.status == "stopped" and "control_stopped" in triggers:
+            stop = record.stop
+            detail = f"{stop.rule} at step {stop.step}: {stop.message}" if stop else ""
+            return f"the control was stopped in the pilot ({detail})"
+        if record.status == "failed" and "control_failed" in triggers:
+            error = record.error
+            return (
+                f"the control failed in the pilot ({error.type}: {error.message})"
+                if error
+                else ("the control failed in the pilot")
+            )
+        value = record.metrics.get(plan.metric.name)
+        below = value is None or not plan.metric.meets_threshold(value)
+        if (
+            record.status in ("rejected", "accepted")
+            and below
+            and ("control_below_threshold" in triggers)
+        ):
+            return (
+                f"the control's {plan.metric.name} in the pilot is {value} against the "
+                f"threshold {plan.metric.threshold}"
+            )
+    return None
+
+
+def auto_decision(
+    plan: Plan,
+    pilot: list[RunRecord],
+    preflight: PreflightReport,
+    main_runs: list[PlannedRun],
+    *,
+    slots: int,
+    elapsed_hours: float = 0.0,
+) -> GateDecision:
+    """The registered policy's decision from the pilot's records."""
+    if not preflight.passed:  # a defect to fix, whatever the triggers: never a question
+        return GateDecision(decision="fix", reason=preflight_defect(preflight))
+    problem = _control_problem(plan, pilot)
+    if problem:
+        return GateDecision(decision="reframe", reason=problem)
+
+    reasons: list[str] = []
+    drop: list[str] = []
+    kept_notes: list[str] = []
+    if plan.gate.trim_stopped:
+        stopped, kept_notes = _stopped_in_pilot(plan, pilot)
+        if stopped:
+            drop += [r.run_id for r in main_runs if r.variant in stopped]
+            reasons.append(f"stopped in the pilot: {', '.join(stopped)}")
+
+    estimate = estimate_from_records(pilot, plan)
+    kept = [r for r in main_runs if r.run_id not in drop]
+    window = project(plan, [], estimate, slots).window_hours
+    available = max(
+        0.0, window * (1 - plan.gate.budget_margin) - elapsed_hours - plan.budget.prep_hours
+    )
+    projection = project(plan, kept, estimate, slots)
+    numbers: dict[str, float | str] = {
+        "window_hours": round(window, 4),
+        "available_hours": round(available, 4),
+        "projected_hours": round(projection.wall_hours, 4),
+        "elapsed_hours": round(elapsed_hours, 4),
+        "budget_margin": plan.gate.budget_margin,
+        "slots": slots,
+    }
+    for category in plan.gate.trim_order:
+        if projection.wall_hours <= available:
+            break
+        cut = [r.run_id for r in kept if r.category == category]
+        if cut:
+            drop += cut
+            kept = [r for r in kept if r.run_id not in cut]
+            reasons.append(f"dropped {category} runs to fit the window")
+            projection = project(plan, kept, estimate, slots)
+    numbers["projected_hours_after_trim"] = round(projection.wall_hours, 4)
+    if projection.wall_hours > available:
+        return GateDecision(
+            decision="reframe",
+            reason=(
+                f"even after trimming, the runs need {_duration(projection.wall_hours)} but "
+                f"{_duration(available)} remain in the window: the question must be narrowed"
+            ),
+            numbers=numbers,
+        )
+    if drop:
+        reason = "; ".join(reasons + kept_notes)
+        return GateDecision(decision="trim", reason=reason, drop=drop, numbers=numbers)
+    healthy = (
+        f"the control is healthy and the {len(kept)} main runs fit: "
+        f"{_duration(projection.wall_hours)} projected of {_duration(available)} available"
+    )
+    return GateDecision(
+        decision="continue", reason="; ".join([healthy, *kept_notes]), numbers=numbers
+    )
+
+
+def apply_answer(
+    recommendation: GateDecision,
+    decision: Decision,
+    drop: list[str],
+    note: str,
+    main_runs: list[PlannedRun],
+    source: Literal["ui", "timeout"] = "ui",
+) -> GateDecision:
+    """A person's answer: only registered main runs (by id or variant name) can be dropped."""
+    by_variant: dict[str, list[str]] = {}
+    for run in main_runs:
+        by_variant.setdefault(run.variant, []).append(run.run_id)
+    ids = {r.run_id for r in main_runs}
+    chosen: list[str] = []
+    ignored: list[str] = []
+    for item in drop:
+        if item in ids:
+            chosen.append(item)
+        elif item in by_variant:
+            chosen += by_variant[item]
+        else:
+            ignored.append(item)
+    if decision == "trim" and not drop:
+        chosen = list(recommendation.drop)
+    if decision == "continue":
+        chosen = []
+    reason = f"answered in the UI: {decision}"
+    if note:
+        reason += f" ({note})"
+    if ignored:
+        reason += f"; ignored unknown runs {ignored} (only registered runs can be dropped)"
+    return GateDecision(
+        decision=decision,
+        reason=reason,
+        drop=sorted(set(chosen)),
+        source=source,
+        note=note,
+        numbers={**recommendation.numbers, "recommended": recommendation.decision},
+    )

@@ -1,0 +1,156 @@
+"""A campaign's state in its output folder: registration, completion records, leftovers.
+
+Everything a restarted campaign needs to skip finished work is a small JSON file of the folder
+(`CampaignFolder` names and writes them atomically), so a finished run is recognized without
+rereading its metrics or checkpoints: the registered plan and its registration, one
+completion record per finished run, the preflight report and the gate decision.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ablations.campaign.folder import (
+    LOCK,
+    WRITTEN_FOLDERS,
+    CampaignFolder,
+    Registration,
+    atomic_write_text,
+)
+from ablations.errors import CampaignConflictError, InfrastructureError, InputError
+from ablations.outputs.manifest import NotACampaignFolder, read_manifest
+from ablations.plan.io import parse_yaml
+from ablations.plan.model import Plan, parse_plan, plan_hash
+from ablations.records import RunRecord
+
+__all__ = [
+    "NotACampaignFolder",
+    "Registration",
+    "atomic_write_text",
+    "existing_registration",
+    "folder_uri",
+    "load_record",
+    "load_records",
+    "read_manifest",
+    "register",
+    "registered_plan",
+    "remove_leftover_temporaries",
+    "save_record",
+]
+
+
+def remove_leftover_temporaries(out_dir: Path) -> list[Path]:
+    """Delete the temporaries an interrupted campaign left (a full disk, a kill): call it only
+    while holding the folder's lock, when no write of this campaign can be in flight."""
+    removed = []
+    for folder in WRITTEN_FOLDERS:
+        if not (out_dir / folder).is_dir():
+            continue
+        for path in (out_dir / folder).iterdir():
+            name = path.name
+            if name.startswith(".") and name.endswith((".tmp", ".part")) and path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
+
+
+def existing_registration(plan: Plan, out_dir: Path) -> Registration | None:
+    """The folder's registration when it matches `plan`; refuses any mismatch. Writes nothing."""
+    digest = plan_hash(plan)
+    out_dir = out_dir.resolve()
+    known = CampaignFolder(out_dir).registration()
+    if known is not None:
+        if known.plan_hash != digest or known.campaign_id != plan.campaign.id:
+            raise CampaignConflictError(
+                f"{out_dir} already holds campaign {known.campaign_id!r} with plan hash "
+                f"{known.plan_hash}; this plan ({plan.campaign.id!r}) hashes to {digest}. "
+                "A corrected plan is a new campaign: use a new campaign id and output folder."
+            )
+        return known.model_copy(update={"out_dir": str(out_dir)})
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir} exists and is not a folder; choose another --out")
+    _check_creatable(out_dir)
+    if out_dir.exists() and any(p.name != LOCK for p in out_dir.iterdir()):
+        raise InputError(
+            f"{out_dir} is not empty and holds no registered campaign; choose another --out"
+        )
+    return None
+
+
+def _check_creatable(out_dir: Path) -> None:
+    """Refuse a folder that cannot be created or written, before anything starts."""
+    ancestor = out_dir
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InputError(
+            f"cannot create the output folder {out_dir}: {ancestor} is a file, not a folder"
+        )
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InputError(f"cannot create the output folder {out_dir}: {ancestor} is not writable")
+
+
+def register(plan_text: str, out_dir: Path, source: str = "plan") -> Registration:
+    """Freeze the plan in `out_dir`; refuse a known campaign whose plan hash differs."""
+    plan = parse_plan(parse_yaml(plan_text, source), source)
+    digest = plan_hash(plan)
+    out_dir = out_dir.resolve()
+    known = existing_registration(plan, out_dir)
+    if known is not None:
+        return known
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        registration = Registration(
+            campaign_id=plan.campaign.id,
+            plan_hash=digest,
+            out_dir=str(out_dir),
+            registered_at=time.time(),
+        )
+        folder = CampaignFolder(out_dir)
+        folder.write_plan(plan_text)
+        folder.write_registration(registration)
+    except OSError as exc:
+        raise InfrastructureError(f"cannot write the output folder {out_dir}: {exc}") from exc
+    return registration
+
+
+def registered_plan(out_dir: Path) -> Plan:
+    """The plan frozen in the output folder (parsed once per process: every run task asks)."""
+    return CampaignFolder(out_dir).plan()
+
+
+def folder_uri(uri: str, out_dir: Path) -> str:
+    """A `file://` URI into the output folder written relative to it (`file://checkpoints/
+    <campaign>/<run>/step-N`, as the plan writes a store inside the folder), so a moved or
+    copied folder names its own store. Any other URI is returned unchanged."""
+    scheme, sep, path = uri.partition("://")
+    if scheme != "file" or not sep or not os.path.isabs(path):
+        return uri
+    try:
+        inside = Path(path).relative_to(out_dir.resolve())
+    except ValueError:  # a store outside the folder keeps its absolute URI
+        return uri
+    return f"file://{inside.as_posix()}"
+
+
+def save_record(out_dir: Path, record: RunRecord) -> None:
+    """Write a run's completion record (after its artifacts, so it marks them complete)."""
+    uri = record.checkpoint.uri
+    if uri is not None and folder_uri(uri, out_dir) != uri:
+        checkpoint = record.checkpoint.model_copy(update={"uri": folder_uri(uri, out_dir)})
+        record = record.model_copy(update={"checkpoint": checkpoint})
+    CampaignFolder(out_dir).write_record(record)
+
+
+def load_record(out_dir: Path, run_id: str) -> RunRecord | None:
+    """A finished run's record, or None when the run has not finished. A run whose worker
+    or host was lost (`RunRecord.lost`) has not finished: a rerun retries it."""
+    record = CampaignFolder(out_dir).record(run_id)
+    return None if record is None or record.lost else record
+
+
+def load_records(out_dir: Path) -> dict[str, RunRecord]:
+    """Every completion record in the folder, by run id."""
+    return CampaignFolder(out_dir).records()

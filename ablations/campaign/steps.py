@@ -1,0 +1,222 @@
+"""The campaign's steps as plain functions over the output folder (the tasks wrap these).
+
+Each step is restartable: it first looks for its own result in the folder (preflight.json,
+records/<run_id>.json, gate.json) and only does the work when it is missing. A failed
+preflight, and the gate's `fix` that follows from it, are not kept as results: a rerun of the
+folder repeats preflight (after the defect is fixed it passes, the pilot runs and the gate is
+asked again).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+
+import yaml
+
+from ablations.budget import Projection, project
+from ablations.campaign.folder import REGISTRATION, CampaignFolder
+from ablations.campaign.gate import GateDecision, auto_decision
+from ablations.campaign.specs import spec_for
+from ablations.campaign.state import (
+    Registration,
+    load_record,
+    load_records,
+    registered_plan,
+    save_record,
+)
+from ablations.errors import InputError
+from ablations.plan.model import Plan
+from ablations.plan.variants import CONTROL, PlannedRun, planned_runs
+from ablations.preflight.across import preflight_across
+from ablations.records import PreflightReport, RunRecord
+from ablations.slots.attempts import RemoteRunner, pool_for
+from ablations.slots.local import other_process, results_writer, slots_for
+from ablations.slots.worker import SlotWorker, Warmup
+
+
+def registration_of(out_dir: Path) -> Registration:
+    """The folder's registration record, naming the folder where it is now (moved or not)."""
+    known = CampaignFolder(out_dir).registration()
+    if known is None:
+        raise InputError(f"{out_dir} holds no registered campaign ({REGISTRATION})")
+    return known.model_copy(update={"out_dir": str(out_dir.resolve())})
+
+
+def registered_runs(out_dir: Path) -> list[PlannedRun]:
+    """Every run the registered plan defines."""
+    return planned_runs(registered_plan(out_dir), registration_of(out_dir).plan_hash)
+
+
+def phase_runs(out_dir: Path, phase: str) -> list[PlannedRun]:
+    """The registered runs of one phase."""
+    return [r for r in registered_runs(out_dir) if r.phase == phase]
+
+
+def registered_projection(out_dir: Path, slots: int) -> Projection:
+    """The projection made at registration from the plan's estimates, kept as it was."""
+    folder = CampaignFolder(out_dir)
+    known = folder.projection()
+    if known is not None:
+        return known
+    plan = registered_plan(out_dir)
+    projection = project(plan, registered_runs(out_dir), plan.budget.estimate, slots)
+    folder.write_projection(projection)
+    return projection
+
+
+def _slot(out_dir: Path) -> AbstractContextManager[SlotWorker | RemoteRunner]:
+    """A leased local slot, or the work pool when the campaign runs on one (`--pool`)."""
+    remote = pool_for(str(out_dir))
+    return nullcontext(remote) if remote is not None else slots_for(str(out_dir)).lease()
+
+
+def slot_warmup(plan: Plan, out_dir: Path) -> Warmup:
+    """What the slots prepare at start: the workload's module, and (with one slot) a spare
+    for the restart check when this folder's preflight is still to run and reloads from a
+    store another process can see."""
+    check = plan.stop_rules.restart.enabled and not plan.checkpoint.store.startswith("memory://")
+    return Warmup(
+        workload_entry=plan.workload.entry,
+        restart_check=check and not _preflight_passed(out_dir),
+        results=True,
+    )
+
+
+def export_outputs(out_dir: Path) -> Path:
+    """The results step: in the first slot's worker, which imported its libraries while it
+    waited (the campaign process never loads them); here when the runs went to a work pool."""
+    writer = results_writer(str(out_dir))
+    if writer is not None:
+        return writer.write_outputs(out_dir)
+    from ablations.outputs.export import write_outputs
+
+    return write_outputs(out_dir)
+
+
+def _preflight_passed(out_dir: Path) -> bool:
+    known = CampaignFolder(out_dir).preflight()
+    return known is not None and known.passed
+
+
+def preflight_once(out_dir: Path) -> PreflightReport:
+    """The data and restart checks on the control's run, until they pass once per campaign
+    (a failed report is replaced by the next attempt's)."""
+    known = CampaignFolder(out_dir).preflight()
+    if known is not None and known.passed:
+        return known
+    plan = registered_plan(out_dir)
+    registration = registration_of(out_dir)
+    control = next(r for r in phase_runs(out_dir, "pilot") if r.variant == CONTROL)
+    # The restart check saves under a key of its own attempt: never the real run's, and never
+    # another attempt's (two processes on one folder or one shared store cannot collide).
+    attempt = uuid.uuid4().hex[:8]
+    spec = spec_for(plan, registration, control).model_copy(
+        update={
+            "run_id": f"preflight-{control.run_id}-{attempt}",
+            "out_dir": None,
+            "until": None,
+            "checkpoint_id": None,
+        }
+    )
+    expected = plan.workload.expected_inputs
+    with _slot(out_dir) as worker:
+        if isinstance(worker, SlotWorker):
+            other = functools.partial(other_process, str(out_dir))
+            report = preflight_across(worker, other, spec, expected)
+        else:  # a work-pool host runs the whole preflight itself
+            report = worker.preflight(spec, expected)
+    report = report.model_copy(update={"check_id": spec.run_id})
+    CampaignFolder(out_dir).write_preflight(report)
+    return report
+
+
+def execute_registered_run(out_dir: Path, run_id: str) -> RunRecord:
+    """Run one registered run on a leased slot, or return its completion record if finished."""
+    finished = load_record(out_dir, run_id)
+    if finished is not None:
+        return finished
+    plan = registered_plan(out_dir)
+    registration = registration_of(out_dir)
+    run = next((r for r in registered_runs(out_dir) if r.run_id == run_id), None)
+    if run is None:
+        raise InputError(f"run {run_id!r} is not registered in {out_dir}")
+    spec = spec_for(plan, registration, run)
+    with _slot(out_dir) as worker:
+        record = worker.run(spec)
+    save_record(out_dir, record)
+    return record
+
+
+def _recorded_gate(out_dir: Path) -> GateDecision | None:
+    """The recorded decision, unless it is `fix`: that one is asked again after preflight."""
+    decision = CampaignFolder(out_dir).gate()
+    return None if decision is None or decision.decision == "fix" else decision
+
+
+def gate_recommendation(out_dir: Path, slots: int) -> GateDecision:
+    """The recorded decision if the gate was already passed, else the policy's."""
+    known = _recorded_gate(out_dir)
+    if known is not None:
+        return known
+    plan = registered_plan(out_dir)
+    records = load_records(out_dir)
+    pilot = [records[r.run_id] for r in phase_runs(out_dir, "pilot") if r.run_id in records]
+    preflight = CampaignFolder(out_dir).preflight() or PreflightReport(passed=False)
+    elapsed = (time.time() - registration_of(out_dir).registered_at) / 3600
+    return auto_decision(
+        plan, pilot, preflight, phase_runs(out_dir, "main"), slots=slots, elapsed_hours=elapsed
+    )
+
+
+def gate_decided(out_dir: Path) -> bool:
+    """Whether the gate decision is already recorded (a restart never asks again; a `fix`
+    is asked again once preflight passes)."""
+    return _recorded_gate(out_dir) is not None
+
+
+def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:
+    """Persist the decision once: trimmed runs get records; reframe gets a draft plan; fix
+    nothing beside gate.json, which the next attempt replaces."""
+    known = _recorded_gate(out_dir)
+    if known is not None:
+        return known
+    main = {r.run_id: r for r in phase_runs(out_dir, "main")}
+    for run_id in decision.drop:
+        run = main[run_id]
+        if load_record(out_dir, run_id) is None:
+            save_record(
+                out_dir,
+                RunRecord(
+                    run_id=run.run_id,
+                    variant=run.variant,
+                    seed=run.seed,
+                    category=run.category,
+                    phase="main",
+                    status="trimmed",
+                ),
+            )
+    if decision.decision == "reframe":
+        write_reframe_draft(out_dir, decision.reason)
+    decision = decision.model_copy(update={"decided_at": time.time()})  # the timeline's gate
+    CampaignFolder(out_dir).write_gate(decision)
+    return decision
+
+
+def write_reframe_draft(out_dir: Path, reason: str) -> Path:
+    """A draft plan for the revised question, under a new campaign id: the question is kept
+    as it was (the reason is a comment above it), so the draft is a valid plan to edit."""
+    folder = CampaignFolder(out_dir)
+    data = yaml.safe_load(folder.plan_text())
+    campaign = data["campaign"]
+    campaign["id"] = f"{campaign['id']}-reframed"[:64]
+    reason_lines = "".join(f"#   {line}\n" for line in reason.splitlines() or [""])
+    header = (
+        "# Draft for a new campaign: the gate decided to reframe.\n"
+        f"# Reason:\n{reason_lines}"
+        "# Revise campaign.question and the plan, then validate and run it as a new campaign.\n"
+    )
+    return folder.write_reframe_draft(header + yaml.safe_dump(data, sort_keys=False))

@@ -1,0 +1,239 @@
+"""`ablate run` and `ablate serve`: the campaign flow from the terminal or the Prefect UI."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ablations.campaign.folder import REFRAME_DRAFT, REPORT, CampaignFolder
+from ablations.campaign.lock import hold_folder
+from ablations.campaign.state import existing_registration
+from ablations.campaign.steps import slot_warmup
+from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
+from ablations.errors import PlanError, Problem
+from ablations.outputs.manifest import Manifest
+from ablations.plan.io import load_plan, workload_module_problem
+from ablations.plan.model import Plan
+from ablations.slots.devices import SlotSpec, parse_devices, plan_slots
+from ablations.slots.local import open_slots
+from ablations.slots.worker import SlotWorker
+
+if TYPE_CHECKING:
+    from flows.local_server import TemporaryServer
+
+
+def add_campaign_parsers(sub: Any) -> None:
+    """Add `run` and `serve` to the `ablate` parser."""
+    p = sub.add_parser("run", help="run the campaign as a Prefect flow")
+    p.add_argument("plan", type=Path)
+    p.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: runs/<campaign id>)"
+    )
+    p.add_argument(
+        "--gate",
+        choices=["auto", "ui"],
+        default=None,
+        help="override the plan's gate mode (not part of the plan hash)",
+    )
+    p.add_argument(
+        "--devices",
+        default=None,
+        help="override resources.devices: auto, a number of CPU slots, or cuda:0,cuda:1",
+    )
+    p.add_argument(
+        "--pool",
+        default=None,
+        help="run each run on this Prefect work pool's workers (deployment variant/POOL); "
+        "--devices then counts the pool's devices",
+    )
+    p.add_argument(
+        "--heartbeat-timeout",
+        type=positive_seconds,
+        default=120.0,
+        help="with --pool: seconds without a heartbeat before a run's host is presumed lost",
+    )
+    p = sub.add_parser("serve", help="serve the campaign as a deployment for the Prefect UI")
+    p.add_argument("--name", default="ablate", help="deployment name")
+    p = sub.add_parser("report", help="rebuild REPORT.md and its plots from an output folder")
+    p.add_argument("out_dir", type=Path)
+    p = sub.add_parser("verify", help="check every artifact of an output folder, reloading each")
+    p.add_argument("out_dir", type=Path)
+    p.add_argument(
+        "--tolerance",
+        type=finite_non_negative,
+        default=1e-6,
+        help="absolute tolerance of a re-evaluated metric (CPU-trained runs; default 1e-6)",
+    )
+    p.add_argument("--skip-store", action="store_true", help="do not open the checkpoint store")
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above zero (`nan` and `inf` refused)."""
+    value = _number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0 seconds, got {text!r}")
+    return value
+
+
+def finite_non_negative(text: str) -> float:
+    """An argparse type: a finite number >= 0 (`nan` and `inf` refused)."""
+    value = _number(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+@command("run")
+def run_command(args: argparse.Namespace) -> int:
+    from flows.environment import quiet_prefect
+    from flows.local_server import start_unless_configured
+
+    quiet_prefect()
+    local = args.pool is None
+    # Bad input exits 2 here, before any work starts. A local campaign's workload is
+    # imported (and so checked) in its slot workers below: this process never loads torch.
+    plan = load_plan(args.plan, check_workload=not local)
+    missing = workload_module_problem(plan.workload.entry)
+    if missing is not None:
+        raise PlanError([missing], str(args.plan))
+    out_dir = (args.out or Path("runs") / plan.campaign.id).resolve()
+    existing_registration(plan, out_dir)  # a conflicting folder is refused before Prefect starts
+    if local:
+        from ablations.probe.sweep import peak_for_slots
+
+        peak = peak_for_slots(plan, args.plan)
+        slots = plan_slots(plan.resources, args.devices, peak, plan.probe.margin)
+    else:  # the runs go to the pool's hosts: nothing about this machine's devices matters
+        from ablations.slots.attempts import (
+            PoolSettings,
+            pool_slots,
+            require_pool,
+            require_shared_store,
+        )
+
+        require_shared_store(plan.checkpoint)
+        settings = PoolSettings(args.pool)
+        if args.devices is not None:
+            parse_devices(args.devices)  # a bad number is refused before the server is asked
+        require_pool(settings)
+        slots = pool_slots(settings, plan.resources, args.devices)
+    # One writer per folder, before anything is written to it (or a server started for it).
+    with hold_folder(out_dir):
+        # Now, so it comes up while everything below runs (with --pool the runs' hosts need a
+        # server they can reach, which a temporary one on loopback is not).
+        server = start_unless_configured() if local else None
+        try:
+            return _run_campaign(args, plan, out_dir, slots, server)
+        except BaseException:
+            if server is not None:  # at once; a finished campaign stops it after Prefect's drains
+                server.stop()
+            raise
+
+
+def _run_campaign(
+    args: argparse.Namespace,
+    plan: Plan,
+    out_dir: Path,
+    slots: list[SlotSpec],
+    server: TemporaryServer | None,
+) -> int:
+    from flows.local_server import campaign_api
+
+    local = args.pool is None
+    # Local slot workers start now, so their imports overlap the server's start; the flow
+    # finds them open for this folder and reuses them.
+    warmup = slot_warmup(plan, out_dir)
+    with open_slots(str(out_dir), slots, warmup) if local else nullcontext() as pool:
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        from flows.campaign import ablation_campaign
+        from flows.environment import quiet_run_failures
+
+        quiet_run_failures(keep_lines=server is None)  # this command reports the cause
+
+        if pool is not None:
+            _require_workload_imports(pool.slots[0], plan, str(args.plan))
+        campaign = ablation_campaign.with_options(
+            task_runner=ThreadPoolTaskRunner(max_workers=len(slots))  # type: ignore[arg-type]
+        )
+        with campaign_api(server):
+            manifest_path = campaign(
+                plan_path=str(args.plan),
+                out_dir=str(out_dir),
+                gate=args.gate or "plan",  # the flow's form has no null: empty means "not given"
+                devices=args.devices or "",
+                pool=args.pool or "",
+                heartbeat_timeout_s=args.heartbeat_timeout,
+            )
+    manifest = CampaignFolder(Path(manifest_path).parent).manifest()
+    _print_outcome(manifest, out_dir)
+    # A defect of the workload or data stopped the campaign before its pilot: not a success.
+    fixing = manifest.gate is not None and manifest.gate.decision == "fix"
+    return EXIT_INTERNAL if fixing else EXIT_OK
+
+
+def _require_workload_imports(worker: SlotWorker, plan: Plan, source: str) -> None:
+    """The plan's workload check, done where the workload is imported anyway: a slot worker."""
+    problem = worker.workload_problem()
+    if problem is not None:
+        raise PlanError([Problem("workload.entry", problem, plan.workload.entry)], source)
+
+
+def _print_outcome(manifest: Manifest, out_dir: Path) -> None:
+    gate = manifest.gate
+    counts: dict[str, int] = {}
+    for run in manifest.runs:
+        counts[run.status] = counts.get(run.status, 0) + 1
+    decision = gate.decision if gate else None
+    print(f"\ngate: {decision or '?'}: {gate.reason if gate else ''}")
+    if manifest.decision_reached:
+        print(f"decision: {manifest.decision_reached}")
+    print("runs: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
+    report = out_dir / REPORT
+    print(f"output: {out_dir}" + (f" (report: {report})" if report.exists() else ""))
+    if decision == "reframe":
+        print(f"draft plan for the revised question: {out_dir / REFRAME_DRAFT}")
+    if decision == "fix":
+        print(
+            f"fix the defect above, then rerun with --out {out_dir}: preflight runs again "
+            "(the gate's fix is not kept)"
+        )
+
+
+@command("serve")
+def serve_command(args: argparse.Namespace) -> int:
+    from flows.environment import quiet_prefect
+
+    quiet_prefect()
+    from flows.serve import serve_campaign
+
+    serve_campaign(args.name)
+    return EXIT_OK
+
+
+@command("report")
+def report_cli(args: argparse.Namespace) -> int:
+    from ablations.report.from_folder import rebuild_report
+
+    print(rebuild_report(args.out_dir))
+    return EXIT_OK
+
+
+@command("verify")
+def verify_cli(args: argparse.Namespace) -> int:
+    from ablations.verify.folder import verify_command
+
+    return verify_command(args)

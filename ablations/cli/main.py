@@ -1,0 +1,221 @@
+"""The `ablate` command line. Exit codes: 0 done, 1 the infrastructure failed (a store, the
+ledger, a worker, the disk) or an internal error, 2 invalid input (`ablations.errors`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from ablations.cli.registry import (
+    COMMANDS,
+    EXIT_INFRASTRUCTURE,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    command,
+)
+from ablations.errors import InfrastructureError, InputError
+from ablations.plan.io import load_plan
+from ablations.plan.model import Plan, plan_hash
+from ablations.plan.variants import planned_runs, variants
+from ablations.units import hours, usd
+
+__all__ = ["EXIT_INFRASTRUCTURE", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "main"]
+
+
+def _summary(plan: Plan, digest: str) -> str:
+    all_variants = variants(plan)
+    runs = planned_runs(plan, digest)
+    categories = Counter(v.category for v in all_variants)
+    phases = Counter(r.phase for r in runs)
+    return "\n".join(
+        [
+            f"campaign   {plan.campaign.id}: {plan.campaign.question}",
+            f"decision   {plan.campaign.decision}",
+            f"plan hash  {digest}",
+            f"workload   {plan.workload.entry} ({plan.workload.steps} steps, "
+            f"eval every {plan.workload.eval_every})",
+            f"variants   {len(all_variants)} "
+            + "("
+            + ", ".join(f"{categories[c]} {c}" for c in ("essential", "useful", "exploratory"))
+            + ")",
+            f"seeds      {plan.seeds} (paired)",
+            f"metric     {plan.metric.name} {plan.metric.direction}, threshold "
+            f"{plan.metric.threshold}, useful effect {plan.metric.useful_effect}",
+            f"runs       {phases['pilot']} pilot ({plan.pilot_steps} steps) + "
+            f"{phases['main']} main",
+            f"gate       {plan.gate.mode}; checkpoints to {plan.checkpoint.store}; "
+            f"devices {plan.resources.devices}",
+        ]
+    )
+
+
+@command("validate")
+def _validate(args: argparse.Namespace) -> int:
+    plan = load_plan(args.plan)
+    print(f"{args.plan}: valid")
+    for warning in plan.pilot_warnings():
+        print(f"warning: {warning}", file=sys.stderr)
+    print(_summary(plan, plan_hash(plan)))
+    return EXIT_OK
+
+
+@command("plan")
+def _plan(args: argparse.Namespace) -> int:
+    plan = load_plan(args.plan)
+    digest = plan_hash(plan)
+    runs = planned_runs(plan, digest)
+    totals = {
+        "runs": len(runs),
+        "pilot_runs": sum(r.phase == "pilot" for r in runs),
+        "main_runs": sum(r.phase == "main" for r in runs),
+        "steps": sum(r.trained_steps for r in runs),
+        "by_category": dict(Counter(r.category for r in runs if r.phase == "main")),
+    }
+    from ablations.budget import assess_plan
+    from ablations.probe.sweep import for_plan
+
+    assessment = assess_plan(plan, probe=for_plan(plan, args.plan, args.probe))
+    projected = (
+        {r.run_id: r.hours for r in assessment.projection.runs} if assessment.projection else {}
+    )
+    if args.json:
+        payload = {
+            "campaign_id": plan.campaign.id,
+            "plan_hash": digest,
+            "runs": [
+                {**r.model_dump(mode="json"), "projected_hours": projected.get(r.run_id)}
+                for r in runs
+            ],
+            "totals": totals,
+            "budget": assessment.summary(),
+        }
+        print(json.dumps(payload, indent=2))
+        return EXIT_OK
+    header = ("run_id", "variant", "factor", "level", "seed", "category", "phase", "steps", "time")
+    rows = [
+        (
+            r.run_id,
+            r.variant,
+            r.factor or "-",
+            "-" if r.level is None else str(r.level),
+            str(r.seed),
+            r.category,
+            r.phase,
+            f"{r.start_step + 1}-{r.steps}" if r.start_step else str(r.steps),
+            hours(projected.get(r.run_id, 0.0)),
+        )
+        for r in runs
+    ]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    for row in (header, *rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    print(
+        f"\n{totals['runs']} runs ({totals['pilot_runs']} pilot, {totals['main_runs']} main), "
+        f"{totals['steps']} steps trained (a main run resumes from its pilot); "
+        f"plan hash {digest}"
+    )
+    fit = assessment.fit
+    price = assessment.cost.package_usd
+    print(
+        f"projected from the {_SOURCES[assessment.source]}: {hours(assessment.busy_hours)} busy, "
+        f"{hours(fit.wall_hours)} wall on {assessment.slots} slot(s) + {hours(fit.prep_hours)} "
+        f"preparation in a {hours(fit.window_hours)} window: "
+        + ("fits" if fit.fits else f"overruns by {hours(fit.overrun_hours)}")
+        + (f"; package {usd(price)}" if price is not None else "")
+        + " (see `ablate budget`)"
+    )
+    return EXIT_OK
+
+
+_SOURCES = {
+    "plan estimate": "plan's estimates",
+    "probe": "probed step times (probe.json)",
+    "pilot records": "pilot's records",
+    "given hours": "given hours",
+}
+
+
+@command("schema")
+def _schema(args: argparse.Namespace) -> int:
+    print(json.dumps(Plan.model_json_schema(), indent=2))
+    return EXIT_OK
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an operating-system error that stopped a command, and what to do."""
+    where = f": {exc.filename}" if exc.filename else ""
+    return (
+        f"{exc.strerror or exc}{where}. Finished runs are kept (nothing half-written is "
+        "trusted): fix the cause (free disk space, say) and rerun the same command to continue"
+    )
+
+
+def infrastructure_line(exc: InfrastructureError) -> str:
+    """One line for a store, ledger or worker failure that stopped a command, and what to do."""
+    return (
+        f"{str(exc).rstrip('.')}. The input is fine and finished runs are kept: rerun the same "
+        "command to continue once this is fixed"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ablate", description="Ablation campaigns on rented GPUs, run as Prefect flows."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("validate", help="check a plan; print a summary")
+    p.add_argument("plan", type=Path)
+    p = sub.add_parser("plan", help="list the registered runs")
+    p.add_argument("plan", type=Path)
+    p.add_argument("--json", action="store_true", help="print JSON (includes the plan hash)")
+    p.add_argument(
+        "--probe",
+        type=Path,
+        metavar="FILE",
+        help="probe.json whose step times replace the estimate (default: beside the plan)",
+    )
+    sub.add_parser("schema", help="print the plan's JSON schema")
+    from ablations.cli.budget import add_budget_parser  # registers `budget` on import
+
+    add_budget_parser(sub)
+    from ablations.cli.campaign import add_campaign_parsers  # registers run, serve, report
+
+    add_campaign_parsers(sub)
+    from ablations.cli.probe import add_probe_parser  # registers `probe`
+
+    add_probe_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except InputError as exc:  # the plan, the folder or a value given: the user fixes it
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except InfrastructureError as exc:  # the store, the ledger, a worker: not the input
+        print(f"error: {infrastructure_line(exc)}", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
+    except OSError as exc:  # the machine, not the input: a full disk, a read-only folder
+        if os.environ.get("ABLATE_DEBUG"):
+            raise
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the last guard: a user never sees a raw traceback
+        if os.environ.get("ABLATE_DEBUG"):
+            raise
+        print(
+            f"internal error: {type(exc).__name__}: {exc} (set ABLATE_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL

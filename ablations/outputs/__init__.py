@@ -1,0 +1,1 @@
+"""What the results step writes: the manifest, runs.csv, the ledger, RELOAD.md."""

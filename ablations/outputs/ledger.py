@@ -1,0 +1,377 @@
+"""The Optuna ledger: one study per campaign, one trial per finished run.
+
+Storage: SQLite (`DIR/ledger.db`), not the journal file. Why:
+
+- `optuna.load_study(storage=URL)` and `optuna-dashboard URL` accept a *string* and read it
+  as an SQLAlchemy URL. A journal file needs `JournalStorage(JournalFileBackend(path))` built
+  in Python, so its location would not open "as it is" from the manifest.
+- Several slot threads or processes may finish runs at once. SQLite serializes writers with
+  its own file lock; the busy timeout below makes a second writer wait instead of failing,
+  and an advisory lock file (`ledger.db.lock`) makes "is this run already recorded?" and
+  "record it" one atomic step, so a restarted campaign never duplicates a trial. The write
+  rate is one trial per finished run, far below what SQLite's locking can absorb.
+
+The manifest holds `sqlite:///ledger.db`, relative to the output folder, so the folder can be
+moved or copied. Open it from inside the folder:
+
+    cd DIR && optuna-dashboard sqlite:///ledger.db
+    cd DIR && python -c "import optuna; print(optuna.load_study(study_name='<campaign id>',
+        storage='sqlite:///ledger.db').trials_dataframe())"
+
+or, from anywhere, `open_ledger(DIR, campaign_id)` / `absolute_ledger_url(DIR)`.
+
+Run status -> trial state: accepted -> COMPLETE (value: the final metric); stopped -> PRUNED
+(value: the last evaluation, as Optuna's own pruned trials do); failed and rejected -> FAIL;
+trimmed and pending runs never ran and get no trial.
+
+For optuna-dashboard: a trial's params are only the parameters whose values differ among the
+accepted (COMPLETE) runs recorded together, because the dashboard ranks the importance of
+every param over complete trials, and a factor that was trimmed, stopped or never varied
+there has nothing to rank; the full configuration is the `params` user attribute, and
+`variant`, `seed` and `run_id` name the run. The objective stays unnamed ("Objective 0"; the
+study's `metric` user attribute names it): a named one would rename the `value` column of
+`trials_dataframe()` that RELOAD.md and users' scripts read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import math
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import optuna
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+    distribution_to_json,
+    json_to_distribution,
+)
+from optuna.trial import FrozenTrial, TrialState, create_trial
+
+from ablations.campaign.folder import LEDGER
+from ablations.errors import InfrastructureError
+from ablations.plan.sections import ParamValue
+from ablations.plan.variants import PlannedRun, variants
+from ablations.records import RunRecord, RunStatus
+
+if TYPE_CHECKING:
+    from ablations.plan.model import Plan
+
+LEDGER_FILE = LEDGER
+LEDGER_URL = f"sqlite:///{LEDGER_FILE}"
+"""The manifest's `ledger_url`: relative to the output folder (open it from inside it)."""
+BUSY_TIMEOUT_S = 120
+"""How long a writer waits for SQLite's lock; a slot never fails because another is writing."""
+SPACE_ATTR = "search_space"
+
+STATES: dict[RunStatus, TrialState] = {
+    "accepted": TrialState.COMPLETE,
+    "stopped": TrialState.PRUNED,
+    "failed": TrialState.FAIL,
+    "rejected": TrialState.FAIL,
+}
+"""Trial state per run status; statuses absent here (trimmed) record no trial."""
+
+_process_lock = threading.Lock()  # guards the lock-file open itself, not the critical section
+
+
+class LedgerError(InfrastructureError):
+    """The ledger cannot be opened or written."""
+
+
+def absolute_ledger_url(out_dir: Path) -> str:
+    """`sqlite:////abs/DIR/ledger.db`: the ledger's URL from any working directory."""
+    return f"sqlite:///{(Path(out_dir).resolve() / LEDGER_FILE).as_posix()}"
+
+
+def resolve_ledger_url(url: str, out_dir: Path) -> str:
+    """A manifest's URL made absolute: a relative SQLite path is taken from the output folder."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url[len(prefix) :].startswith("/"):
+        return f"{prefix}{(Path(out_dir).resolve() / url[len(prefix) :]).as_posix()}"
+    return url
+
+
+def _db_path(url: str) -> Path | None:
+    prefix = "sqlite:///"
+    return Path(url[len(prefix) :]) if url.startswith(prefix) else None
+
+
+@contextlib.contextmanager
+def _locked(url: str) -> Iterator[None]:
+    """Hold an advisory lock beside an SQLite ledger (threads and processes alike)."""
+    path = _db_path(url)
+    if path is None:  # a server database serializes on its own; no file to lock
+        yield
+        return
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _process_lock:
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # one open file description per call: threads block too
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _storage(url: str) -> optuna.storages.RDBStorage:
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        kwargs = {"connect_args": {"timeout": BUSY_TIMEOUT_S}}
+    try:
+        return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+    except Exception as exc:  # SQLAlchemy raises many kinds; name the URL either way
+        raise LedgerError(f"cannot open the ledger at {url!r}: {exc}") from exc
+
+
+def search_space(plan: Plan) -> dict[str, BaseDistribution]:
+    """Every parameter's distribution over all variants, so every trial's params are compatible.
+
+    Numbers get an int or float range spanning the plan's values; booleans, strings and mixed
+    types a categorical of the values in plan order (Optuna refuses differing choices).
+    """
+    values: dict[str, list[ParamValue]] = {}
+    for variant in variants(plan):
+        for name, value in variant.params.items():
+            seen = values.setdefault(name, [])
+            if not any(type(v) is type(value) and v == value for v in seen):
+                seen.append(value)
+    return {name: _distribution(seen) for name, seen in values.items()}
+
+
+def _distribution(values: list[ParamValue]) -> BaseDistribution:
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        ints = [int(v) for v in values]
+        return IntDistribution(min(ints), max(ints))
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        floats = [float(v) for v in values]
+        if all(math.isfinite(f) for f in floats):
+            return FloatDistribution(min(floats), max(floats))
+    return CategoricalDistribution(values)
+
+
+def open_ledger(
+    location: Path | str,
+    study_name: str,
+    *,
+    plan: Plan | None = None,
+    direction: Literal["maximize", "minimize"] | None = None,
+) -> optuna.Study:
+    """The campaign's study, created on first use.
+
+    `location` is the output folder (the ledger is `DIR/ledger.db`) or a storage URL. Give
+    `plan` when creating it: it sets the direction and records the search space, so string
+    and boolean parameters get the same categorical choices in every trial.
+    """
+    url = absolute_ledger_url(Path(location)) if isinstance(location, Path) else location
+    if direction is None:
+        direction = plan.metric.direction if plan is not None else "maximize"
+    with _locked(url):
+        storage = _storage(url)
+        study = optuna.create_study(
+            storage=storage, study_name=study_name, direction=direction, load_if_exists=True
+        )
+        if plan is not None and SPACE_ATTR not in study.user_attrs:
+            space = {k: distribution_to_json(d) for k, d in search_space(plan).items()}
+            study.set_user_attr(SPACE_ATTR, space)
+            study.set_user_attr("metric", plan.metric.name)
+            study.set_user_attr("question", plan.campaign.question)
+    return study
+
+
+def _distributions(study: optuna.Study, params: dict[str, ParamValue]) -> dict[str, Any]:
+    known = {
+        k: json_to_distribution(v) for k, v in (study.user_attrs.get(SPACE_ATTR) or {}).items()
+    }
+    out: dict[str, BaseDistribution] = {}
+    for name, value in params.items():
+        dist = known.get(name)
+        if dist is None or not _contains(dist, value):
+            dist = _distribution([value])  # no plan given: a one-point space
+        out[name] = dist
+    return out
+
+
+def _contains(dist: BaseDistribution, value: ParamValue) -> bool:
+    if isinstance(dist, CategoricalDistribution):
+        return any(type(c) is type(value) and c == value for c in dist.choices)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(dist, IntDistribution) and not isinstance(value, int):
+        return False
+    assert isinstance(dist, (IntDistribution, FloatDistribution))
+    return dist.low <= value <= dist.high
+
+
+def run_attrs(planned: PlannedRun, record: RunRecord) -> dict[str, Any]:
+    """The trial's user attributes: who the run is and why it ended as it did."""
+    return {
+        "variant": planned.variant,
+        "seed": planned.seed,
+        "run_id": record.run_id,
+        "factor": planned.factor,
+        "level": planned.level,
+        "params": dict(planned.params),
+        "category": planned.category,
+        "phase": planned.phase,
+        "steps": planned.steps,
+        "start_step": planned.start_step,
+        "status": record.status,
+        "steps_done": record.steps_done,
+        "stop_rule": record.stop.rule if record.stop else None,
+        "stop_reason": record.stop.message if record.stop else None,
+        "stop_step": record.stop.step if record.stop else None,
+        "error": f"{record.error.type}: {record.error.message}" if record.error else None,
+        "metrics": {k: v for k, v in record.metrics.items() if math.isfinite(v)},
+        "slot": record.slot,
+        "device": record.device,
+    }
+
+
+def _metric_name(study: optuna.Study, record: RunRecord) -> str | None:
+    name = study.user_attrs.get("metric")
+    if isinstance(name, str):
+        return name
+    return next(iter(record.metrics), None)
+
+
+def varied_params(runs: list[tuple[PlannedRun, RunRecord]]) -> set[str]:
+    """The parameters whose values differ among the accepted runs: the ones worth ranking."""
+    values: dict[str, set[str]] = {}
+    for planned, record in runs:
+        if STATES.get(record.status) == TrialState.COMPLETE:
+            for name, value in planned.params.items():
+                values.setdefault(name, set()).add(repr(value))
+    return {name for name, seen in values.items() if len(seen) > 1}
+
+
+def _trial(
+    study: optuna.Study, planned: PlannedRun, record: RunRecord, varied: set[str] | None
+) -> FrozenTrial:
+    state = STATES[record.status]
+    metric = _metric_name(study, record)
+    intermediate: dict[int, float] = {}
+    for evaluation in record.evaluations:
+        seen = evaluation.get(metric) if metric else None
+        if seen is not None and math.isfinite(seen) and "step" in evaluation:
+            intermediate[int(evaluation["step"])] = float(seen)
+    value: float | None = None
+    if state == TrialState.COMPLETE:
+        value = record.metrics.get(metric) if metric else None
+        if value is None or not math.isfinite(value):
+            raise LedgerError(
+                f"run {record.run_id} is accepted but has no finite {metric!r} metric "
+                f"(metrics: {record.metrics}); an accepted run needs its value"
+            )
+    elif state == TrialState.PRUNED and intermediate:
+        value = intermediate[max(intermediate)]
+    params = {k: v for k, v in planned.params.items() if varied is None or k in varied}
+    trial = create_trial(
+        state=state,
+        value=value,
+        params=params,
+        distributions=_distributions(study, params),
+        user_attrs=run_attrs(planned, record),
+        intermediate_values=intermediate,
+    )
+    if record.started_at is not None:
+        trial.datetime_start = datetime.datetime.fromtimestamp(record.started_at)
+    if record.ended_at is not None:
+        trial.datetime_complete = datetime.datetime.fromtimestamp(record.ended_at)
+    return trial
+
+
+def trials_of(study: optuna.Study, run_id: str) -> list[FrozenTrial]:
+    """The trials recorded for one run id, oldest first."""
+    return [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("run_id") == run_id]
+
+
+def record_run(
+    study: optuna.Study,
+    planned: PlannedRun,
+    record: RunRecord,
+    varied: set[str] | None = None,
+) -> FrozenTrial | None:
+    """Record a finished run as a trial; idempotent per run id. Returns its trial.
+
+    `varied`: the parameters recorded as the trial's params (default: all of them).
+
+    A run already recorded with the same status and steps returns its trial unchanged. A run
+    retried to a different outcome (a failed run rerun to completion) gets a new trial with
+    `attempt` = 2, 3... and `supersedes` = the previous trial's number. Trimmed runs never
+    ran: no trial, None.
+    """
+    _require_same_run(planned, record)
+    if record.status not in STATES:
+        return None
+    with _locked(_url_of(study)):
+        previous = trials_of(study, record.run_id)
+        trial = _new_trial(study, planned, record, previous, varied)
+        if trial is None:
+            return previous[-1]
+        study.add_trial(trial)
+        return trials_of(study, record.run_id)[-1]
+
+
+def record_runs(study: optuna.Study, runs: list[tuple[PlannedRun, RunRecord]]) -> None:
+    """`record_run` for many runs at once: one lock, one read of the study, one write.
+
+    Each trial's params are the parameters that vary among the accepted runs given."""
+    varied = varied_params(runs)
+    with _locked(_url_of(study)):
+        by_run: dict[str, list[FrozenTrial]] = {}
+        for known in study.get_trials(deepcopy=False):
+            by_run.setdefault(str(known.user_attrs.get("run_id")), []).append(known)
+        new = []
+        for planned, record in runs:
+            _require_same_run(planned, record)
+            if record.status in STATES:
+                trial = _new_trial(study, planned, record, by_run.get(record.run_id, []), varied)
+                new += [trial] if trial is not None else []
+        study.add_trials(new)
+
+
+def _require_same_run(planned: PlannedRun, record: RunRecord) -> None:
+    if planned.run_id != record.run_id:
+        raise LedgerError(
+            f"planned run {planned.run_id} and record {record.run_id} are different runs"
+        )
+
+
+def _new_trial(
+    study: optuna.Study,
+    planned: PlannedRun,
+    record: RunRecord,
+    previous: list[FrozenTrial],
+    varied: set[str] | None,
+) -> FrozenTrial | None:
+    """The trial to add for `record`, or None when its last trial already says the same."""
+    if previous:
+        last = previous[-1]
+        same = (
+            last.user_attrs.get("status") == record.status
+            and last.user_attrs.get("steps_done") == record.steps_done
+        )
+        if same:
+            return None
+    trial = _trial(study, planned, record, varied)
+    if previous:
+        trial.set_user_attr("attempt", len(previous) + 1)
+        trial.set_user_attr("supersedes", previous[-1].number)
+    return trial
+
+
+def _url_of(study: optuna.Study) -> str:
+    storage: Any = study._storage
+    inner = getattr(storage, "_backend", storage)  # unwrap optuna's _CachedStorage
+    return str(getattr(inner, "url", ""))

@@ -1,0 +1,1 @@
+"""The plan: its documented sections, the model, reading it, variants and run ids."""

@@ -1,0 +1,237 @@
+"""Reading a plan file: safe YAML, bounded size, and a check that the workload imports."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ablations.errors import PlanError, Problem
+from ablations.plan.model import Plan, parse_plan
+
+MAX_PLAN_BYTES = 1 << 20
+"""A plan is a page of YAML; a megabyte is already absurd and keeps parsing instant."""
+MAX_EXPANDED_NODES = 1_000_000
+"""Nodes after alias expansion. A 'billion laughs' document is tiny on disk but expands
+exponentially when validated, so it is refused before anything walks it. Above what a
+megabyte of plain YAML can hold (10^5 seeds are 10^5 nodes), so only aliases reach it."""
+
+
+def read_plan_text(path: Path) -> str:
+    """The plan file's text, refusing missing, unreadable, binary, oversized or special files.
+
+    Only a regular file is opened (a FIFO would block the open, /dev/zero never ends), and
+    never read past the cap, whatever its size claims."""
+    source = str(path)
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise PlanError(
+                [Problem("", f"not a regular file ({_kind(info.st_mode)})", show_value=False)],
+                source,
+            )
+        # O_NONBLOCK: if a FIFO replaced the file since the stat, the open still returns.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise PlanError([Problem("", "not a regular file", show_value=False)], source)
+            data = handle.read(MAX_PLAN_BYTES + 1)
+    except OSError as exc:
+        raise PlanError(
+            [Problem("", f"cannot read the plan file: {exc.strerror}", source)]
+        ) from exc
+    if len(data) > MAX_PLAN_BYTES:
+        raise PlanError(
+            [Problem("", f"plan file exceeds the limit of {MAX_PLAN_BYTES} bytes", None, False)],
+            source,
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PlanError([Problem("", f"cannot read the plan file as UTF-8 text: {exc}")]) from exc
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+_INT = "tag:yaml.org,2002:int"
+_IMPLICIT: dict[type[yaml.Node], str] = {
+    yaml.SequenceNode: "tag:yaml.org,2002:seq",
+    yaml.MappingNode: "tag:yaml.org,2002:map",
+}
+
+
+class _PlanLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader (libyaml's parser when PyYAML has it: several times faster on a large
+    plan) counting the nodes whose tag it resolved: any other node had an explicit tag."""
+
+    implicit_nodes = 0
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        self.implicit_nodes += 1
+        if (  # a plain decimal: int, as the resolver says, without its regexes (10^5 seeds)
+            kind is yaml.ScalarNode
+            and implicit[0]
+            and value.isascii()
+            and value.isdigit()
+            and (value[0] != "0" or value == "0")
+        ):
+            return _INT
+        tag: str = super().resolve(kind, value, implicit)
+        return tag
+
+
+def _explicit_tag(loader: _PlanLoader, node: yaml.Node) -> str | None:
+    """The node's tag when the text gave it explicitly (`!!python/...`, `!!str 5`, `!x`):
+    a plan is plain scalars, lists and mappings, and a tag is either an attack or a typo."""
+    if isinstance(node, yaml.ScalarNode):
+        plain = not node.style  # None in PyYAML, "" in libyaml
+        implicit = loader.resolve(yaml.ScalarNode, node.value, (plain, not plain))
+    else:
+        implicit = _IMPLICIT[type(node)]
+    return None if node.tag == implicit else str(node.tag)
+
+
+def parse_yaml(text: str, source: str | None = None) -> Any:
+    """Plain YAML data after refusing explicit tags, duplicate keys and alias bombs."""
+    try:
+        loader = _PlanLoader(text)
+        root = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        raise PlanError([Problem("", f"not valid YAML: {exc}", show_value=False)], source) from exc
+    try:
+        if root is None:
+            return None
+        problems: list[Problem] = []
+        sizes: dict[int, int] = {}
+        if _expanded_size(None, root, sizes, problems, "") > MAX_EXPANDED_NODES:
+            raise PlanError(
+                [
+                    Problem(
+                        "",
+                        f"YAML aliases expand to more than {MAX_EXPANDED_NODES} nodes; "
+                        "write the plan out plainly",
+                        show_value=False,
+                    )
+                ],
+                source,
+            )
+        if len(sizes) != loader.implicit_nodes:  # some tag was explicit: find where
+            problems = []
+            _expanded_size(loader, root, {}, problems, "")
+            problems = problems or [  # a tag that restates the implicit one (`!!str x`)
+                Problem(
+                    "",
+                    "explicit YAML tags (`!!str`...) are not allowed in a plan",
+                    show_value=False,
+                )
+            ]
+        if problems:
+            raise PlanError(problems, source)
+        try:  # the composed document is constructed as is: the text is parsed once
+            return loader.construct_document(root)
+        except yaml.YAMLError as exc:
+            raise PlanError(
+                [Problem("", f"not valid YAML: {exc}", show_value=False)], source
+            ) from exc
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(
+    loader: _PlanLoader | None,
+    node: yaml.Node,
+    sizes: dict[int, int],
+    problems: list[Problem],
+    path: str,
+) -> int:
+    """Node count with aliases expanded, memoized per node so the walk itself stays linear;
+    with a loader, explicit tags are problems too."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    sizes[key] = 1  # a recursive alias counts once instead of looping forever
+    tag = None if loader is None else _explicit_tag(loader, node)
+    if tag is not None:
+        problems.append(
+            Problem(path, f"explicit YAML tag {tag!r} is not allowed in a plan", show_value=False)
+        )
+        return 1
+    total = 1
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            name = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
+            child = f"{path}.{name}" if path else name
+            if isinstance(key_node, yaml.ScalarNode) and name in seen:
+                problems.append(Problem(child, "duplicate key", show_value=False))
+            seen.add(name)
+            total += _expanded_size(loader, key_node, sizes, problems, child)
+            total += _expanded_size(loader, value_node, sizes, problems, child)
+            if total > MAX_EXPANDED_NODES:
+                break
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            total += _expanded_size(loader, item, sizes, problems, f"{path}[{i}]")
+            if total > MAX_EXPANDED_NODES:
+                break
+    sizes[key] = total
+    return total
+
+
+def workload_module_problem(entry: str) -> Problem | None:
+    """Why the module of `module:attr` cannot be found (without importing it), or None."""
+    module_name = entry.partition(":")[0]
+    try:
+        found = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        return Problem("workload.entry", f"module {module_name!r} cannot be found", entry)
+    return None
+
+
+def workload_import_problem(entry: str) -> Problem | None:
+    """Why `module:attr` cannot be imported, or None when it can."""
+    module_name, _, attr = entry.partition(":")
+    missing = workload_module_problem(entry)
+    if missing is not None:
+        return missing
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # a user's module can fail in any way; report it, do not crash
+        return Problem(
+            "workload.entry",
+            f"importing {module_name!r} failed: {type(exc).__name__}: {exc}",
+            entry,
+        )
+    if not hasattr(module, attr):
+        return Problem("workload.entry", f"module {module_name!r} has no {attr!r}", entry)
+    return None
+
+
+def load_plan(path: str | Path, *, check_workload: bool = True) -> Plan:
+    """Read, validate and (optionally) check that the plan's workload imports."""
+    path = Path(path)
+    source = str(path)
+    plan = parse_plan(parse_yaml(read_plan_text(path), source), source)
+    if check_workload:
+        problem = workload_import_problem(plan.workload.entry)
+        if problem is not None:
+            raise PlanError([problem], source)
+    return plan

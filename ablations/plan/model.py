@@ -1,0 +1,290 @@
+"""The ablation plan: one frozen pydantic model, its cross-field checks and its hash.
+
+A plan is validated completely at construction; every problem is gathered and raised once as a
+`PlanError` naming the dotted field path and the bad value. `load_plan` (in `plan_io`) reads
+the YAML file; this module never touches the disk.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from collections import Counter
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from ablations.errors import PlanError, Problem
+from ablations.plan.sections import (
+    BudgetSection,
+    CampaignSection,
+    CheckpointSection,
+    ControlSection,
+    Factor,
+    GateSection,
+    Interaction,
+    MetricSection,
+    ParamValue,
+    PilotSection,
+    ProbeSection,
+    ResourcesSection,
+    Section,
+    StopRules,
+    WorkloadSection,
+    same_value,
+)
+
+_PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class CrossFieldError(ValueError):
+    """Carries several problems out of a model validator (pydantic keeps the exception)."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems))
+
+
+class Plan(Section):
+    """An ablation campaign plan, registered (frozen and hashed) before anything runs."""
+
+    version: Literal[1] = 1
+    """Plan format version."""
+    campaign: CampaignSection
+    """Campaign id, the question it answers and the decision that answer feeds."""
+    workload: WorkloadSection = WorkloadSection()
+    """The training code and shared parameters."""
+    control: ControlSection = ControlSection()
+    """The reference configuration."""
+    factors: dict[str, Factor] = Field(min_length=1)
+    """Parameter name -> the levels tried instead of the control's value, one at a time."""
+    interactions: list[Interaction] = []
+    """Declared combinations of factor levels, each run as one extra variant."""
+    seeds: list[int] = Field(min_length=1)
+    """Paired seeds: every variant runs every seed, so effects are paired differences."""
+    metric: MetricSection
+    """The metric, its quality threshold and the useful effect size."""
+    stop_rules: StopRules = StopRules()
+    """Stop rules, registered before anything runs."""
+    pilot: PilotSection = PilotSection()
+    """The pilot phase."""
+    gate: GateSection = GateSection()
+    """The decision gate after the pilot."""
+    checkpoint: CheckpointSection = CheckpointSection()
+    """The checkpoint store and interval policy."""
+    resources: ResourcesSection = ResourcesSection()
+    """Devices and slots."""
+    budget: BudgetSection = BudgetSection()
+    """The rented package and other costs."""
+    probe: ProbeSection = ProbeSection()
+    """`ablate probe`: batch sizes, steps per point and the memory margin."""
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, seeds: list[int]) -> list[int]:
+        duplicates = sorted(s for s, n in Counter(seeds).items() if n > 1)  # linear: 10^5 seeds
+        if duplicates:
+            raise ValueError(f"seeds must be distinct; repeated: {duplicates}")
+        out_of_range = [s for s in seeds if not 0 <= s < 2**32]
+        if out_of_range:
+            raise ValueError(f"seeds must be in [0, 2**32); got {out_of_range}")
+        return seeds
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> Plan:
+        problems = _cross_field_problems(self)
+        if problems:
+            raise CrossFieldError(problems)
+        return self
+
+    def control_value(self, name: str) -> ParamValue | None:
+        """The control's value of a parameter: `control.params`, else `workload.params`."""
+        if name in self.control.params:
+            return self.control.params[name]
+        return self.workload.params.get(name)
+
+    @property
+    def control_params(self) -> dict[str, ParamValue]:
+        """Every parameter of the control run."""
+        return {**self.workload.params, **self.control.params}
+
+    @property
+    def pilot_steps(self) -> int:
+        """Pilot steps: the plan's, else a quarter of the main steps (one evaluation at least)."""
+        if self.pilot.steps is not None:
+            return self.pilot.steps
+        quarter = self.workload.steps // 4
+        return max(quarter, min(self.workload.eval_every, self.workload.steps))
+
+    def pilot_warnings(self) -> list[str]:
+        """Why the pilot may not be representative (valid, but worth a second look)."""
+        steps, warnings = self.pilot_steps, []
+        quality = self.stop_rules.quality
+        if quality.enabled and steps < quality.warmup_steps:
+            warnings.append(
+                f"pilot.steps ({steps}) is below stop_rules.quality.warmup_steps "
+                f"({quality.warmup_steps}): the pilot never meets the quality rule the main "
+                "runs meet"
+            )
+        if steps < self.workload.eval_every:
+            warnings.append(
+                f"pilot.steps ({steps}) is below one evaluation (workload.eval_every "
+                f"{self.workload.eval_every}): the pilot is judged on an evaluation the main "
+                "runs never make"
+            )
+        return warnings
+
+    @property
+    def pilot_seeds(self) -> list[int]:
+        """Seeds of the pilot: the plan's, else the first registered seed."""
+        return list(self.pilot.seeds) if self.pilot.seeds else [self.seeds[0]]
+
+
+def _cross_field_problems(plan: Plan) -> list[Problem]:
+    problems: list[Problem] = []
+    for name, factor in plan.factors.items():
+        path = f"factors.{name}"
+        if not _PARAM_NAME.fullmatch(name):
+            problems.append(Problem(path, "factor names are parameter names (identifiers)", name))
+            continue
+        control = plan.control_value(name)
+        if control is None:
+            problems.append(
+                Problem(path, f"no control value: set control.params.{name}", None, False)
+            )
+            continue
+        for i, level in enumerate(factor.levels):
+            if same_value(level.value, control):
+                problems.append(
+                    Problem(
+                        f"{path}.levels[{i}].value",
+                        "equals the control's value, so it would change nothing",
+                        level.value,
+                    )
+                )
+    for i, interaction in enumerate(plan.interactions):
+        for name, value in interaction.set.items():
+            path = f"interactions[{i}].set.{name}"
+            target = plan.factors.get(name)
+            if target is None:
+                problems.append(Problem(path, f"unknown factor; factors are {list(plan.factors)}"))
+            elif not any(same_value(level.value, value) for level in target.levels):
+                levels = [level.value for level in target.levels]
+                problems.append(Problem(path, f"not a level of this factor {levels}", value))
+    pilot_steps = plan.pilot.steps
+    if pilot_steps is not None and pilot_steps > plan.workload.steps:
+        problems.append(
+            Problem(
+                "pilot.steps", f"longer than workload.steps ({plan.workload.steps})", pilot_steps
+            )
+        )
+    if plan.pilot.variants is not None:
+        from ablations.plan.variants import variant_names
+
+        known = variant_names(plan)
+        names = set(known)
+        for i, name in enumerate(plan.pilot.variants):
+            if name not in names:
+                hint = _closest(name, known)
+                problems.append(Problem(f"pilot.variants[{i}]", f"unknown variant{hint}", name))
+    if plan.pilot.seeds is not None and len(set(plan.pilot.seeds)) != len(plan.pilot.seeds):
+        problems.append(Problem("pilot.seeds", "seeds must be distinct", plan.pilot.seeds))
+    if plan.pilot.seeds is not None:
+        registered = set(plan.seeds)
+        outside = [s for s in plan.pilot.seeds if s not in registered]
+        if outside:
+            problems.append(
+                Problem("pilot.seeds", "pilot seeds must be registered `seeds`", outside)
+            )
+    return problems
+
+
+def plan_hash(plan: Plan) -> str:
+    """sha256 of the plan's canonical JSON: independent of key order, comments and YAML style."""
+    canonical = json.dumps(
+        plan.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def parse_plan(data: Any, source: str | None = None) -> Plan:
+    """Validate plain data (from YAML or JSON) into a `Plan`, raising one `PlanError`."""
+    if data is None:
+        raise PlanError([Problem("", "the plan is empty", show_value=False)], source)
+    if not isinstance(data, dict):
+        raise PlanError(
+            [Problem("", f"the top level must be a mapping, not {type(data).__name__}", data)],
+            source,
+        )
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as exc:
+        raise PlanError(problems_from(exc), source) from exc
+
+
+def problems_from(exc: ValidationError) -> list[Problem]:
+    """Turn pydantic's errors into problems with dotted paths and 'did you mean' hints."""
+    problems: list[Problem] = []
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        original = (error.get("ctx") or {}).get("error")
+        if isinstance(original, CrossFieldError):
+            problems.extend(original.problems)
+            continue
+        path = dotted(loc)
+        if error["type"] == "extra_forbidden":
+            known = _fields_at(loc[:-1]) or []
+            hint = _closest(str(loc[-1]), known)
+            problems.append(Problem(path, f"unknown key{hint}", show_value=False))
+            continue
+        message = error["msg"].removeprefix("Value error, ")
+        problems.append(Problem(path, message, error.get("input"), error["type"] != "missing"))
+    return problems
+
+
+def dotted(loc: tuple[Any, ...]) -> str:
+    """('factors', 'width', 'levels', 0) -> 'factors.width.levels[0]'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _closest(name: str, known: list[str]) -> str:
+    match = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if match:
+        return f"; did you mean {match[0]!r}?"
+    return f"; expected one of {known}" if known else ""
+
+
+def _as_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if get_origin(annotation) in (Union, getattr(__import__("types"), "UnionType", Union)):
+        for arg in get_args(annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                return arg
+    return None
+
+
+def _fields_at(loc: tuple[Any, ...]) -> list[str] | None:
+    """Field names of the model found at `loc` inside a Plan, for suggestions."""
+    current: Any = Plan
+    for part in loc:
+        model = _as_model(current)
+        if model is not None:
+            field = model.model_fields.get(str(part))
+            if field is None:
+                return None
+            current = field.annotation
+        elif get_origin(current) in (list, dict):
+            current = get_args(current)[-1]
+        else:
+            return None
+    model = _as_model(current)
+    return list(model.model_fields) if model else None

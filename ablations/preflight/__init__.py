@@ -1,0 +1,1 @@
+"""Preflight: the data check and the restart check, across two processes."""

@@ -1,0 +1,431 @@
+"""The training driver: one run spec, run to completion or to a registered stop.
+
+    record = execute(spec)          # execute(spec, hook) checkpoints and resumes
+
+In order: seed every RNG, build the workload on the device, check the input report
+(truncation), run the restart check if one is given, resume from a checkpoint, then train step
+by step, evaluating every `eval_every` steps and at the last step. A pilot (`spec.until`) is
+the prefix of its main run: built with the run's `steps`, it trains to `until`, commits a
+checkpoint there (before any evaluation the uninterrupted run would not make, so the main run
+resumes bitwise from it) and evaluates there: that evaluation is what the gate reads.
+
+The loop never reads a loss back per step: losses stay on the device and come to the host
+together, one sync per window (see `RunLoop.flush`). Whatever the run does, the caller gets
+a `RunRecord`; a run that raises is `failed`, never an exception out of `execute`.
+
+`open_run` and `RunLoop.advance(until)` are the pieces `execute` is made of; a restart check
+drives two loops with them (advance, save, advance; resume, advance) and compares the losses.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import random
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ablations.campaign.folder import METRICS, MODELS, PREDICTIONS
+from ablations.errors import WorkloadError
+from ablations.hooks import CheckpointHook, RunHistory
+from ablations.records import (
+    CheckpointSummary,
+    RunEnvironment,
+    RunError,
+    RunRecord,
+    RunSpec,
+    RunStatus,
+    Stop,
+    Timings,
+    rejection_of,
+)
+from ablations.training.memory import PhaseMemory
+from ablations.training.stop_rules import (
+    NoUsableRestart,
+    meets_threshold,
+    non_finite_stop,
+    quality_stop,
+    truncation_stop,
+)
+from ablations.workload import Evaluation, Workload, load_workload
+
+RestartCheck = Callable[[RunSpec], Stop | None]
+"""Returns a `restart` stop when the run's checkpoints cannot be reloaded exactly."""
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's global RNGs (`manual_seed` covers every CUDA device)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+class RunLoop:
+    """One run in progress: its workload, what it has recorded and how many steps are done."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        workload: Workload,
+        device: torch.device,
+        hook: CheckpointHook | None = None,
+        timings: Timings | None = None,
+        memory: PhaseMemory | None = None,
+    ) -> None:
+        self.spec, self.workload, self.device, self.hook = spec, workload, device, hook
+        self.timings = timings if timings is not None else Timings()
+        self.memory = memory if memory is not None else PhaseMemory(device)
+        self.history = RunHistory()
+        self.step = 0
+        # The last step this loop trains: a pilot's `until`, else the run's last step.
+        self.end = spec.until if spec.until is not None else spec.steps
+        self.last_evaluation: Evaluation | None = None
+        self.evaluated_at: int | None = None
+        self._pending: list[torch.Tensor] = []
+        rule = spec.stop_rules.non_finite_loss
+        # Losses wait on the device and are read back together every `check_every` steps (at
+        # the evaluation cadence when the rule is off): `.item()` per step would make the host
+        # wait for the GPU every step and empty its launch queue; one read per window costs a
+        # single sync. The price is that a NaN is seen up to `check_every - 1` steps late; the
+        # stop still names the exact step where it appeared.
+        self.flush_every = rule.check_every if rule.enabled else spec.eval_every
+        self._segment_start: float | None = None
+        self._window_start = 0.0
+
+    def prepare(self, restart_check: RestartCheck | None = None) -> Stop | None:
+        """Before the first step: truncation rule, restart check, then resume (if hooked)."""
+        rules = self.spec.stop_rules
+        stop = truncation_stop(rules.truncation, self.workload.input_report(), self.step)
+        if stop is None and rules.restart.enabled and restart_check is not None:
+            started = time.perf_counter()
+            stop = restart_check(self.spec)
+            self.timings.checkpoint += time.perf_counter() - started
+        if stop is None and self.hook is not None:
+            started = time.perf_counter()
+            self.step = self.hook.resume(self.workload, self.history)
+            self.timings.checkpoint += time.perf_counter() - started
+            stop = self._quality_at_resume()
+        return stop
+
+    def _quality_at_resume(self) -> Stop | None:
+        """The quality rule on an evaluation made at the resumed step: a pilot ends without
+        applying it (its last evaluation decides accepted or rejected), so its main run applies
+        it as the run trained straight through would have. Any other resumed evaluation passed
+        the rule before its checkpoint was saved, and passes again."""
+        done = self.history.evaluations
+        if not done or int(done[-1]["step"]) != self.step or self.step >= self.end:
+            return None
+        spec = self.spec
+        return quality_stop(
+            spec.stop_rules.quality,
+            {k: v for k, v in done[-1].items() if k != "step"},
+            metric=spec.metric,
+            direction=spec.direction,
+            threshold=spec.threshold,
+            step=self.step,
+        )
+
+    def advance(self, until: int) -> Stop | None:
+        """Train until `until` steps are done (capped at `end`); the stop if a rule fired."""
+        spec, hook, workload = self.spec, self.hook, self.workload
+        until = min(until, self.end)
+        self._begin_segment()
+        try:
+            while self.step < until:
+                step = self.step + 1
+                # detach: a loss holding its graph would keep activations alive until the flush
+                self._pending.append(workload.train_step(step).detach())
+                self.step = step
+                evaluate = step % spec.eval_every == 0 or step == spec.steps
+                save = hook is not None and (
+                    hook.due(step, self.train_seconds()) or step == spec.until
+                )
+                if evaluate or save or step % self.flush_every == 0 or step == until:
+                    stop = self.flush()
+                    if stop is not None:
+                        return stop
+                if evaluate:
+                    stop = self._evaluate(step)
+                    if stop is not None:
+                        return stop
+                if save:
+                    self._save(step)
+        finally:
+            self._end_segment()
+        return None
+
+    def flush(self) -> Stop | None:
+        """Read the pending losses back (one device sync), record them and check them."""
+        if not self._pending:
+            return None
+        values = torch.stack([loss.reshape(()) for loss in self._pending]).float().cpu().tolist()
+        self._pending.clear()
+        self.history.losses.extend(values)
+        now = time.perf_counter()
+        # Per-step time over the window, measured at the sync so a GPU's queued work counts.
+        self.history.step_seconds.append((now - self._window_start) / len(values))
+        self._window_start = now
+        first = self.step - len(values) + 1
+        return non_finite_stop(self.spec.stop_rules.non_finite_loss, values, first, self.step)
+
+    def train_seconds(self) -> float:
+        """Wall seconds spent training so far (evaluation and checkpoints excluded)."""
+        running = 0.0 if self._segment_start is None else time.perf_counter() - self._segment_start
+        return self.timings.train + running
+
+    def evaluate_final(self) -> None:
+        """Evaluate at the last step trained when the loop did not: a resumed run with nothing
+        left to train (for predictions), or a pilot ending between two evaluations."""
+        done = self.history.evaluations
+        self._evaluate(self.step, record=not done or done[-1]["step"] != self.step)
+        self._end_segment()
+
+    def _evaluate(self, step: int, record: bool = True) -> Stop | None:
+        spec = self.spec
+        self._end_segment()
+        self.memory.start()
+        started = time.perf_counter()
+        evaluation = self.workload.evaluate()
+        self.timings.evaluate += time.perf_counter() - started
+        self.memory.stop("evaluate")
+        metrics = {name: float(value) for name, value in evaluation.metrics.items()}
+        if spec.metric not in metrics:
+            raise WorkloadError(
+                f"evaluate() returned {sorted(metrics)}, without the plan's metric {spec.metric!r}"
+            )
+        self.last_evaluation = evaluation
+        self.evaluated_at = step
+        if record:
+            self.history.evaluations.append({"step": float(step), **metrics})
+        # The last evaluation decides accepted or rejected; the rule exists to stop runs early.
+        if step < self.end:
+            stop = quality_stop(
+                spec.stop_rules.quality,
+                metrics,
+                metric=spec.metric,
+                direction=spec.direction,
+                threshold=spec.threshold,
+                step=step,
+            )
+            if stop is not None:
+                return stop
+        self._begin_segment()
+        return None
+
+    def _save(self, step: int) -> None:
+        assert self.hook is not None
+        self._end_segment()
+        started = time.perf_counter()
+        self.hook.save(step, self.workload, self.history)
+        self.timings.checkpoint += time.perf_counter() - started
+        self._begin_segment()
+
+    def _begin_segment(self) -> None:
+        self.memory.start()
+        self._segment_start = self._window_start = time.perf_counter()
+
+    def _end_segment(self) -> None:
+        if self._segment_start is not None:
+            self.timings.train += time.perf_counter() - self._segment_start
+            self._segment_start = None
+            self.memory.stop("train")
+
+
+def open_run(
+    spec: RunSpec,
+    hook: CheckpointHook | None = None,
+    *,
+    timings: Timings | None = None,
+    memory: PhaseMemory | None = None,
+) -> RunLoop:
+    """Seed every RNG and build the workload on the spec's device: a loop at step 0."""
+    device = torch.device(spec.device)
+    timings = timings if timings is not None else Timings()
+    memory = memory if memory is not None else PhaseMemory(device)
+    started = time.perf_counter()
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)  # so a workload's bare "cuda" tensors land here too
+    memory.start()
+    factory = load_workload(spec.workload)
+    seed_everything(spec.seed)
+    workload = factory.build(spec.params, seed=spec.seed, device=device, steps=spec.steps)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # once: the copies to the device count as loading
+    memory.stop("build")
+    timings.load += time.perf_counter() - started
+    return RunLoop(spec, workload, device, hook, timings, memory)
+
+
+def execute(
+    spec: RunSpec, hook: CheckpointHook | None = None, *, restart_check: RestartCheck | None = None
+) -> RunRecord:
+    """Run one spec to completion or stop and return its record; never raises for the run."""
+    started_at = time.time()
+    device = torch.device(spec.device)
+    timings, memory = Timings(), PhaseMemory(device)
+    loop: RunLoop | None = None
+    stop: Stop | None = None
+    error: RunError | None = None
+    summary = CheckpointSummary()
+    try:
+        loop = open_run(spec, hook, timings=timings, memory=memory)
+        stop = loop.prepare(restart_check)
+        if stop is None:
+            stop = loop.advance(loop.end)
+        if stop is None and loop.evaluated_at != loop.step:
+            loop.evaluate_final()
+    except NoUsableRestart as exc:
+        stop = Stop(rule="restart", step=exc.step, message=exc.message)
+    except Exception as exc:  # a bug or out of memory fails this run, never the caller
+        error = _error(exc)
+        _record_pending(loop)
+    if hook is not None:
+        closing = time.perf_counter()
+        try:
+            summary = hook.close()
+        except Exception as exc:
+            error = error or _error(exc)
+        timings.checkpoint += time.perf_counter() - closing
+    history = loop.history if loop is not None else RunHistory()
+    metrics = dict(history.evaluations[-1]) if history.evaluations else {}
+    metrics.pop("step", None)
+    artifacts: dict[str, str] = {}
+    if spec.out_dir is not None and loop is not None:
+        exporting = time.perf_counter()
+        # Only an accepted run's weights are a result worth keeping beside the report.
+        keep_model = _status(spec, stop, error, metrics) == "accepted"
+        try:
+            artifacts = export_run(Path(spec.out_dir), spec.run_id, loop, model=keep_model)
+        except Exception as exc:
+            error = error or _error(exc)
+        timings.export += time.perf_counter() - exporting
+    record = RunRecord(
+        run_id=spec.run_id,
+        variant=spec.variant,
+        seed=spec.seed,
+        category=spec.category,
+        phase=spec.phase,
+        status=_status(spec, stop, error, metrics),
+        stop=stop,
+        error=error,
+        rejection=None if stop or error else rejection_of(spec, metrics, loop.step if loop else 0),
+        steps_done=loop.step if loop is not None else 0,
+        metrics=metrics,
+        evaluations=history.evaluations,
+        timings=timings,
+        step_seconds=statistics.median(history.step_seconds) if history.step_seconds else None,
+        memory=memory.peaks,
+        device=_device_of(loop) if loop is not None else str(device),
+        environment=_environment(device, loop.workload if loop is not None else None),
+        started_at=started_at,
+        ended_at=time.time(),
+        checkpoint=summary,
+        artifacts=artifacts,
+    )
+    del loop  # the workload's tensors; give a card's cache back before the slot's next run
+    if device.type == "cuda" and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return record
+
+
+def _status(
+    spec: RunSpec, stop: Stop | None, error: RunError | None, metrics: dict[str, float]
+) -> RunStatus:
+    if error is not None:
+        return "failed"
+    if stop is not None:
+        return "stopped"
+    value = metrics.get(spec.metric)
+    if value is not None and meets_threshold(value, spec.direction, spec.threshold):
+        return "accepted"
+    return "rejected"
+
+
+def _error(exc: BaseException) -> RunError:
+    return RunError(type=type(exc).__name__, message=str(exc) or repr(exc))
+
+
+def _record_pending(loop: RunLoop | None) -> None:
+    """Keep the losses of a failed run's last window when the device can still give them."""
+    if loop is None:
+        return
+    try:
+        loop.flush()
+    except Exception:  # after a CUDA fault nothing can be read back; the error says why
+        loop._pending.clear()
+
+
+def _environment(device: torch.device, workload: Workload | None = None) -> RunEnvironment:
+    cuda = device.type == "cuda" and torch.cuda.is_available()
+    digest = getattr(workload, "data_sha256", None)  # optional: see ablations.workload
+    data = str(digest()) if callable(digest) else None
+    return RunEnvironment(
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        device_name=torch.cuda.get_device_name(device) if cuda else device.type,
+        data_sha256=data,
+    )
+
+
+def _device_of(loop: RunLoop) -> str:
+    """The device the model's parameters are on (what the run really used)."""
+    parameter = next(iter(loop.workload.model.parameters()), None)
+    return str(parameter.device if parameter is not None else loop.device)
+
+
+def export_run(out_dir: Path, run_id: str, loop: RunLoop, *, model: bool = False) -> dict[str, str]:
+    """Write the run's step losses, evaluations and final predictions; kind -> relative path.
+
+    With `model`, also the final weights as `models/<run_id>.pt`: the model's `state_dict`
+    on the CPU and nothing else, so `torch.load(weights_only=True)` reads it and the folder
+    re-evaluates on its own after the checkpoint store is pruned or gone."""
+    if Path(run_id).name != run_id or run_id.startswith("."):
+        raise ValueError(f"run id {run_id!r} is not a plain file name")
+    history = loop.history
+    files = {"steps": f"{METRICS}/{run_id}.steps.csv", "evals": f"{METRICS}/{run_id}.evals.csv"}
+    _write_csv(out_dir / files["steps"], ["step", "loss"], enumerate(history.losses, start=1))
+    names = list(dict.fromkeys(k for e in history.evaluations for k in e if k != "step"))
+    rows = ([int(e["step"]), *(e.get(n, "") for n in names)] for e in history.evaluations)
+    _write_csv(out_dir / files["evals"], ["step", *names], rows)
+    predictions = loop.last_evaluation.predictions if loop.last_evaluation else None
+    if predictions is not None:
+        files["predictions"] = f"{PREDICTIONS}/{run_id}.csv"
+        columns = zip(predictions.ids, predictions.labels, predictions.predicted, strict=True)
+        _write_csv(out_dir / files["predictions"], ["input_id", "label", "predicted"], columns)
+    if model:
+        files["model"] = f"{MODELS}/{run_id}.pt"
+        weights = {k: v.detach().cpu() for k, v in loop.workload.model.state_dict().items()}
+        buffer = io.BytesIO()
+        torch.save(weights, buffer)
+        _write_bytes(out_dir / files["model"], buffer.getvalue())
+    return files
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Write through a temporary file beside `path`, then rename (as `_write_csv`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _write_csv(path: Path, header: list[str], rows: Iterable[Iterable[object]]) -> None:
+    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)  # floats as repr: they read back bit for bit
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

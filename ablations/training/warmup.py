@@ -1,0 +1,38 @@
+"""The first acts of a process that will train: pin the device, then pay the imports up front.
+
+Both the slot workers and the restart check's fresh process call this as they start, while
+the campaign is still starting up, so no run pays these seconds on the critical path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+
+def prepare_torch_process(
+    visible_devices: str, cpu_threads: int, workload_entry: str | None
+) -> str | None:
+    """Pin `CUDA_VISIBLE_DEVICES` before torch loads, set the threads, import the workload.
+
+    Returns why the workload does not import (the campaign reports it as bad input), or
+    None: the campaign process itself never imports the workload or torch."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = visible_devices  # before torch is imported
+    import torch
+
+    # The slot's thread count: it splits the cores between slots, and CPU reductions give
+    # other last bits under another count (the restart check compares exactly).
+    torch.set_num_threads(cpu_threads)
+    if not workload_entry:
+        return None
+    from ablations.plan.io import workload_import_problem
+
+    problem = workload_import_problem(workload_entry)
+    return None if problem is None else problem.message
+
+
+def preload_for_training() -> None:
+    """What the first run would import on its way: after the workload check is reported,
+    so bad input is refused without waiting for it."""
+    # Constructing the first optimizer imports torch._dynamo lazily: about 2 s of CPU.
+    importlib.import_module("torch._dynamo")

@@ -1,0 +1,1 @@
+"""`ablate verify`: every artifact of an output folder reloaded and checked."""

@@ -1,0 +1,370 @@
+"""`ablate verify DIR`: the output folder checked in a fresh process, every artifact reloaded.
+
+    verification = verify_folder(Path("DIR"))    # .problems: one Problem(file, message) each
+
+What holds when there is no problem:
+
+- manifest.json is complete (campaign id, plan hash, code version, environment, ledger URL,
+  gate, budget, runs, files) and plan.yaml is the registered plan (same hash);
+- every registered run has a row; every finished run has its completion record
+  (`records/<run_id>.json`, read first) and the record agrees with its row;
+- every file the manifest names is present, non-empty, of the recorded size and sha256, and
+  parses or loads (CSV with pandas, weights with `torch.load(weights_only=True)`, ...);
+- runs.csv and the ledger agree with the manifest; each checkpoint URI names the run's own
+  step folder and, in a `file://` or `s3://` store, verifies and loads weights-only;
+- every accepted run's final model re-evaluates to its recorded metric within the tolerance;
+- no file holds a credential, and the manifest no absolute path into the folder or a temp dir;
+- the folder holds nothing unexpected at its top, no symbolic link, no leftover temporary.
+
+Nothing here imports Prefect; torch, pandas and optuna are imported when first needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ablations.campaign.folder import (
+    LEDGER,
+    MANIFEST,
+    PLAN,
+    RECORDS,
+    REGISTRATION,
+    RELOAD,
+    REPORT,
+    RUN_FOLDERS,
+    RUNS_CSV,
+    CampaignFolder,
+    Registration,
+)
+from ablations.errors import AblationError
+from ablations.outputs.manifest import Manifest, ManifestRun, read_manifest
+from ablations.verify.files import (
+    Problem,
+    check_entry,
+    folder_files,
+    scan_credentials,
+    scan_leftovers,
+    scan_paths,
+)
+from ablations.verify.layout import scan_layout
+
+DEFAULT_TOLERANCE = 1e-6
+"""Absolute difference allowed between a re-evaluated and the recorded metric, for a run that
+trained on the CPU. The same weights evaluated by the same code on the CPU give the same
+numbers up to float summation order; one changed prediction on digits' 364 held-out inputs
+moves accuracy by 2.7e-3, so any real difference is far above this."""
+CROSS_DEVICE_TOLERANCE = 1e-2
+"""The same, for a run that trained on a GPU and is re-evaluated on the CPU: logits differ by
+float noise there, which may flip a near-tied prediction or two (untested without a GPU)."""
+REEVALUATION_DEVICE = "cpu"
+REQUIRED = (
+    *("campaign_id", "plan_hash", "code_version", "environment", "ledger_url", "gate"),
+    *("budget", "runs", "files"),
+)
+REQUIRED_FILES = (PLAN, RUNS_CSV, REPORT, RELOAD)
+RECORD_FIELDS = ("status", "stop", "error", "steps_done", "metrics", "device", "started_at")
+
+
+@dataclass
+class Verification:
+    """What `verify_folder` found."""
+
+    out_dir: Path
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What was not checked, and why (never a problem)."""
+    runs: int = 0
+    files: int = 0
+    models: int = 0
+    checkpoints: int = 0
+
+
+def verify_folder(
+    out_dir: Path,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    cross_device_tolerance: float = CROSS_DEVICE_TOLERANCE,
+    check_store: bool = True,
+) -> Verification:
+    """Check everything the module docstring lists; problems are gathered, never raised."""
+    out_dir = Path(out_dir).resolve()
+    manifest = read_manifest(out_dir)
+    found = Verification(out_dir)
+    add = found.problems.extend
+    for key in REQUIRED:
+        if key not in manifest.model_fields_set:
+            add([Problem(MANIFEST, f"has no {key!r}: the export did not finish")])
+    plan, plan_hash = _registered_plan(out_dir, manifest, found)
+    rows = _rows(manifest, found)
+    found.runs = len(rows)
+    if plan is not None:
+        _check_registered(plan, plan_hash, manifest, rows, found)
+    _check_records(out_dir, rows, found)
+    models = _check_artifacts(out_dir, manifest, rows, found)
+    _check_runs_csv(out_dir, rows, found)
+    from ablations.verify.reload import check_checkpoint, check_ledger, reevaluate
+
+    add(check_ledger(out_dir, manifest, manifest.ledger_file or LEDGER))
+    if plan is not None:
+        stores: dict[str, object] | None = {} if check_store else None
+        for row in rows.values():
+            problems, note = check_checkpoint(
+                row, plan, str(manifest.campaign_id), plan_hash, stores=stores, out_dir=out_dir
+            )
+            add(problems)
+            found.checkpoints += bool(row.checkpoint.uri)
+            if note and note not in found.notes:
+                found.notes.append(note)
+        tolerances = {"cpu": tolerance, "other": max(tolerance, cross_device_tolerance)}
+        add(reevaluate(out_dir, models, plan, tolerances))
+        found.models = len(models)
+    if not check_store:
+        found.notes.append("checkpoint stores not opened (--skip-store)")
+    add(scan_credentials(out_dir))
+    add(scan_leftovers(out_dir))
+    add(scan_layout(out_dir, plan.checkpoint.store if plan is not None else None))
+    folders = [str(out_dir)]
+    registration = _registration(out_dir)
+    if registration is not None:
+        folders.append(registration.out_dir)
+    add(scan_paths(manifest.model_dump(mode="json"), folders))
+    return found
+
+
+def _registration(out_dir: Path) -> Registration | None:
+    """registration.json, or None when it is missing or unreadable (the plan check says so)."""
+    try:
+        return CampaignFolder(out_dir).registration()
+    except (OSError, ValueError):
+        return None
+
+
+def _registered_plan(out_dir: Path, manifest: Manifest, found: Verification) -> Any:
+    """(plan, its hash) from plan.yaml, checked against the manifest and the registration."""
+    from ablations.plan.io import parse_yaml
+    from ablations.plan.model import parse_plan, plan_hash
+
+    path = out_dir / PLAN
+    if not path.is_file():
+        found.problems.append(Problem(PLAN, "missing: the registered plan is needed"))
+        return None, str(manifest.plan_hash)
+    try:
+        plan = parse_plan(parse_yaml(path.read_text(encoding="utf-8"), PLAN), PLAN)
+    except (AblationError, OSError, UnicodeDecodeError) as exc:
+        first = str(exc).splitlines()[0]
+        found.problems.append(Problem(PLAN, f"is not a valid plan: {first}"))
+        return None, str(manifest.plan_hash)
+    digest = plan_hash(plan)
+    registration = _registration(out_dir)
+    for source, data in ((MANIFEST, manifest), (REGISTRATION, registration)):
+        hashed, campaign_id = (data.plan_hash, data.campaign_id) if data else (None, None)
+        if hashed != digest:
+            found.problems.append(Problem(PLAN, f"hashes to {digest[:12]}, {source} says {hashed}"))
+        if campaign_id != plan.campaign.id:
+            found.problems.append(
+                Problem(
+                    source,
+                    f"campaign id {campaign_id!r}, plan.yaml says {plan.campaign.id!r}",
+                )
+            )
+    return plan, digest
+
+
+def _rows(manifest: Manifest, found: Verification) -> dict[str, ManifestRun]:
+    rows: dict[str, ManifestRun] = {}
+    for row in manifest.runs:
+        if row.run_id in rows:
+            found.problems.append(Problem(MANIFEST, f"run {row.run_id} has two rows"))
+        else:
+            rows[row.run_id] = row
+    return rows
+
+
+def _check_registered(
+    plan: Any,
+    digest: str,
+    manifest: Manifest,
+    rows: dict[str, ManifestRun],
+    found: Verification,
+) -> None:
+    """Every registered run has its row with the planned fields; only expected runs pend."""
+    from ablations.plan.variants import planned_runs
+
+    planned = {r.run_id: r for r in planned_runs(plan, digest)}
+    problems = found.problems
+    for run_id, run in planned.items():
+        row = rows.get(run_id)
+        if row is None:
+            problems.append(Problem(MANIFEST, f"registered run {run_id} has no row"))
+            continue
+        for key in ("variant", "seed", "category", "phase", "steps", "start_step", "params"):
+            expected, got = getattr(run, key), getattr(row, key)
+            if got != expected:
+                problems.append(
+                    Problem(
+                        MANIFEST,
+                        f"run {run_id}: {key} is {got!r}, the plan registers {expected!r}",
+                    )
+                )
+    for run_id in rows.keys() - planned.keys():
+        problems.append(Problem(MANIFEST, f"run {run_id} is not registered by plan.yaml"))
+    ended = manifest.gate is not None and manifest.gate.decision in ("reframe", "fix")
+    passed = manifest.preflight is not None and manifest.preflight.passed
+    for run_id, row in rows.items():
+        if row.status != "pending":
+            continue
+        expected = (row.phase == "main" and ended) or (row.phase == "pilot" and not passed)
+        if not expected:
+            problems.append(
+                Problem(MANIFEST, f"run {run_id} is pending: the campaign did not finish")
+            )
+
+
+def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verification) -> None:
+    """Each finished run's completion record exists and agrees with its manifest row."""
+    from pydantic import ValidationError
+
+    from ablations.credentials import redact_url
+    from ablations.records import RunRecord
+
+    for run_id, row in rows.items():
+        name = CampaignFolder.record_name(run_id)
+        path = out_dir / name
+        if row.status == "pending":
+            if path.exists():
+                found.problems.append(Problem(name, "exists, but manifest.json says pending"))
+            continue
+        if not path.is_file():
+            found.problems.append(Problem(name, f"missing: manifest.json says {row.status}"))
+            continue
+        try:
+            record = RunRecord.model_validate_json(path.read_bytes())
+        except (ValidationError, OSError) as exc:
+            first = str(exc).splitlines()[0]
+            found.problems.append(Problem(name, f"is not a valid completion record: {first}"))
+            continue
+        mine, theirs = record.model_dump(mode="json"), row.model_dump(mode="json")
+        for key in RECORD_FIELDS:
+            if mine.get(key) != theirs.get(key):
+                found.problems.append(
+                    Problem(
+                        name, f"{key} is {mine.get(key)!r}, manifest.json says {theirs.get(key)!r}"
+                    )
+                )
+        uri = record.checkpoint.uri
+        if (redact_url(uri) if uri else None) != row.checkpoint.uri:
+            found.problems.append(
+                Problem(name, f"checkpoint URI {uri} differs from manifest.json's")
+            )
+        listed = row.artifact_paths
+        if isinstance(row.artifacts, list) and listed != record.artifacts:
+            found.problems.append(
+                Problem(name, f"artifacts {record.artifacts} differ from manifest.json's {listed}")
+            )
+    folder = out_dir / RECORDS
+    known = {f"{run_id}.json" for run_id in rows}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if path.name not in known:
+            found.problems.append(
+                Problem(f"{RECORDS}/{path.name}", "is the record of no run in manifest.json")
+            )
+
+
+def _check_artifacts(
+    out_dir: Path, manifest: Manifest, rows: dict[str, ManifestRun], found: Verification
+) -> list[tuple[ManifestRun, str]]:
+    """Every listed file checked; returns the accepted runs' intact models to re-evaluate."""
+    problems, models = found.problems, []
+    named = {CampaignFolder.record_name(run_id) for run_id in rows}
+    for run_id, row in rows.items():
+        if row.status == "pending":
+            continue
+        if "artifacts" not in row.model_fields_set or not isinstance(row.artifacts, list):
+            problems.append(Problem(MANIFEST, f"run {run_id} has no artifacts list (format 2)"))
+            continue
+        model = None
+        for entry in row.artifact_entries:
+            named.add(entry.path)
+            trouble = check_entry(out_dir, entry, f"run {run_id}")
+            problems.extend(trouble)
+            found.files += 1
+            if entry.kind == "model" and not trouble:
+                model = entry.path
+        has_model = any(e.kind == "model" for e in row.artifact_entries)
+        if row.status == "accepted":
+            if not has_model:
+                problems.append(Problem(MANIFEST, f"accepted run {run_id} has no final model"))
+            elif model is not None:
+                models.append((row, model))
+    if manifest.files is not None:
+        listed = {e.path for e in manifest.files}
+        for name in REQUIRED_FILES:
+            if name not in listed:
+                problems.append(Problem(MANIFEST, f"files does not list {name}"))
+        for entry in manifest.files:
+            named.add(entry.path)
+            problems.extend(check_entry(out_dir, entry, "the campaign"))
+            found.files += 1
+    for path in folder_files(out_dir):
+        relative = path.relative_to(out_dir).as_posix()
+        ours = relative.split("/")[0] in RUN_FOLDERS
+        if ours and relative not in named and not path.name.startswith("."):
+            problems.append(Problem(relative, "is not in manifest.json"))
+    return models
+
+
+def _check_runs_csv(out_dir: Path, rows: dict[str, ManifestRun], found: Verification) -> None:
+    path = out_dir / RUNS_CSV
+    if not path.is_file() or path.stat().st_size == 0:
+        return  # reported by the file checks
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, dtype={"run_id": str, "status": str})
+    except Exception:
+        return  # reported by the file checks
+    if "run_id" not in frame or "status" not in frame:
+        return
+    csv_status = dict(zip(frame["run_id"], frame["status"], strict=True))
+    for run_id in rows.keys() - csv_status.keys():
+        found.problems.append(Problem(RUNS_CSV, f"has no row for run {run_id}"))
+    for run_id in csv_status.keys() - rows.keys():
+        found.problems.append(Problem(RUNS_CSV, f"has run {run_id}, which manifest.json lacks"))
+    for run_id in rows.keys() & csv_status.keys():
+        if csv_status[run_id] != rows[run_id].status:
+            found.problems.append(
+                Problem(
+                    RUNS_CSV,
+                    f"run {run_id} is {csv_status[run_id]}, manifest.json says "
+                    f"{rows[run_id].status}",
+                )
+            )
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    """CLI handler: problems one per line on stdout, exit 1; a summary and exit 0 when none."""
+    found = verify_folder(
+        args.out_dir,
+        tolerance=args.tolerance,
+        cross_device_tolerance=max(args.tolerance, CROSS_DEVICE_TOLERANCE),
+        check_store=not args.skip_store,
+    )
+    for note in found.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if found.problems:
+        for problem in found.problems:
+            print(problem)
+        print(
+            f"ablate verify: {len(found.problems)} problem(s) in {found.out_dir}", file=sys.stderr
+        )
+        return 1
+    print(
+        f"{found.out_dir}: verified {found.runs} runs, {found.files} files, "
+        f"{found.checkpoints} checkpoint URIs; {found.models} final models re-evaluated on "
+        f"the {REEVALUATION_DEVICE} within {args.tolerance:g}"
+    )
+    return 0

@@ -1,0 +1,222 @@
+"""The reload checks of `ablate verify`: the ledger, the checkpoints, the final models.
+
+- ledger.db opens with optuna (a copy is opened: SQLite may rewrite a file it opens) and holds
+  one trial per run that ran, in the state and with the value the manifest says;
+- each checkpoint URI names this run's step folder (a pilot's: its main run's, not reopened:
+  that run may have pruned it), and in a `file://` or `s3://` store its commit record
+  verifies (identity, sizes, sha256) and both objects load weights-only;
+- each accepted run's final model, loaded weights-only into the workload rebuilt from the
+  registered plan with the run's parameters and seed, re-evaluates on the CPU to its recorded
+  metric within the tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ablations.campaign.folder import LEDGER, MANIFEST, PLAN
+from ablations.credentials import USERINFO
+from ablations.outputs.manifest import Manifest, ManifestRun
+from ablations.plan.model import Plan
+from ablations.verify.files import Problem, load_weights
+
+STEP_FOLDER = re.compile(
+    r"^(?P<prefix>.+?)/(?P<campaign>[^/]+)/(?P<run>[^/]+)(?:/attempts/(?P<attempt>[^/]+))?"
+    r"/step-(?P<step>\d{8})$"
+)
+
+
+def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Problem]:
+    """One trial per run that ran, with the manifest's state and (accepted) value."""
+    path = out_dir / ledger_file
+    if not path.is_file():
+        return [Problem(ledger_file, "missing")]
+    if path.stat().st_size == 0:
+        return [Problem(ledger_file, "is empty")]
+    import optuna
+
+    from ablations.outputs.ledger import STATES
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="ablate-verify-") as scratch:
+        copy = Path(scratch) / LEDGER
+        shutil.copyfile(path, copy)
+        try:
+            study = optuna.load_study(
+                study_name=str(manifest.campaign_id), storage=f"sqlite:///{copy}"
+            )
+            trials = study.get_trials(deepcopy=False)
+        except Exception as exc:
+            return [Problem(ledger_file, f"does not open with optuna: {type(exc).__name__}: {exc}")]
+    latest = {t.user_attrs.get("run_id"): t for t in trials}  # oldest first: retries win
+    problems = []
+    ran = {r.run_id: r for r in manifest.runs if r.status in STATES}
+    for run_id, row in ran.items():
+        trial = latest.get(run_id)
+        if trial is None:
+            problems.append(Problem(ledger_file, f"has no trial for run {run_id} ({row.status})"))
+            continue
+        expected = STATES[row.status]  # type: ignore[index]  # in STATES (so not pending)
+        if trial.state != expected:
+            problems.append(
+                Problem(
+                    ledger_file,
+                    f"trial {trial.number} (run {run_id}) is {trial.state.name}, the run is "
+                    f"{row.status} (expected {expected.name})",
+                )
+            )
+        metric = study.user_attrs.get("metric")
+        recorded = row.metrics.get(metric) if isinstance(metric, str) else None
+        if row.status == "accepted" and trial.value != recorded:
+            problems.append(
+                Problem(
+                    ledger_file,
+                    f"trial {trial.number} (run {run_id}) has value {trial.value!r}, "
+                    f"the manifest's {metric} is {recorded!r}",
+                )
+            )
+    for stray in sorted(set(latest) - set(ran), key=str):
+        problems.append(Problem(ledger_file, f"has a trial for run {stray}, which did not run"))
+    return problems
+
+
+def check_checkpoint(
+    row: ManifestRun,
+    plan: Plan,
+    campaign_id: str,
+    plan_hash: str,
+    *,
+    stores: dict[str, Any] | None,
+    out_dir: Path | None = None,
+) -> tuple[list[Problem], str | None]:
+    """The run's checkpoint URI names its own step folder; in a reachable store, it loads.
+
+    `stores` caches the opened store per prefix (None: never open one); a store that cannot
+    be listed is reported once, not once per run. Returns (problems, note); the note says
+    why a store was not opened (memory://). A relative `file://` URI is inside `out_dir`."""
+    uri = row.checkpoint.uri
+    run_id = row.run_id
+    owner = row.continues or run_id  # a pilot saves in its main run's folder
+    if uri is None:
+        return [], None
+    if USERINFO.search(uri.encode()):
+        return [Problem(MANIFEST, f"checkpoint URI of run {run_id} carries credentials")], None
+    match = STEP_FOLDER.match(uri)
+    if match is None or (match["campaign"], match["run"]) != (campaign_id, owner):
+        return [
+            Problem(
+                MANIFEST,
+                f"checkpoint URI of run {run_id} points elsewhere: {uri} is not "
+                f"<store>/{campaign_id}/{owner}/step-NNNNNNNN",
+            )
+        ], None
+    scheme = uri.partition("://")[0]
+    planned = plan.checkpoint.store.rstrip("/")
+    if scheme != planned.partition("://")[0] or (scheme != "file" and match["prefix"] != planned):
+        return [
+            Problem(
+                MANIFEST,
+                f"checkpoint URI of run {run_id} is outside the plan's store {planned}: {uri}",
+            )
+        ], None
+    if scheme == "memory":
+        return [], "memory:// checkpoints live only in the campaign's process: not reopened"
+    if stores is None:
+        return [], None
+    if owner != run_id:  # the main run resumed from it and may have pruned it since (keep_last)
+        return [], None
+    from ablations.checkpoint import commit
+    from ablations.checkpoint.state import MODEL, STATE, loads
+    from ablations.errors import StoreError
+
+    prefix = match["prefix"]
+    if prefix not in stores:
+        stores[prefix] = _open(plan, prefix, campaign_id, out_dir)
+        if isinstance(stores[prefix], Problem):
+            return [stores[prefix]], None
+    store = stores[prefix]
+    if isinstance(store, Problem):
+        return [], None  # reported once, with the first run of this store
+    identity = commit.Identity(campaign_id, run_id, plan_hash, match["attempt"])
+    try:
+        payload = commit.read(store, identity, int(match["step"]))
+        loads(payload[MODEL], MODEL)
+        loads(payload[STATE], STATE)
+    except (StoreError, KeyError) as exc:
+        return [Problem(uri, f"{type(exc).__name__}: {exc}")], None
+    return [], None
+
+
+def _open(plan: Plan, prefix: str, campaign_id: str, out_dir: Path | None) -> Any:
+    """The store at `prefix`, listed once (read-only) to know it answers; else a Problem."""
+    from ablations.checkpoint import open_store
+    from ablations.errors import StoreError
+
+    section = plan.checkpoint.model_copy(update={"store": prefix})
+    if out_dir is not None:  # the folder's own store, wherever the folder is now
+        section = section.in_folder(str(out_dir))
+        scheme, _, path = section.store.partition("://")
+        if scheme == "file" and not os.path.isdir(path):
+            return Problem(
+                prefix, f"checkpoint store {path} does not exist (--skip-store skips it)"
+            )
+    try:
+        store = open_store(section, check=False, sdk_retries=1)
+        store.keys(campaign_id)
+    except StoreError as exc:
+        return Problem(prefix, f"checkpoint store cannot be listed: {exc} (--skip-store skips it)")
+    return store
+
+
+def reevaluate(
+    out_dir: Path, rows: list[tuple[ManifestRun, str]], plan: Plan, tolerances: dict[str, float]
+) -> list[Problem]:
+    """Each (row, model path): rebuild, load the weights, evaluate on the CPU, compare.
+
+    `tolerances` maps "cpu" (the run trained on the CPU) and "other" (it trained elsewhere,
+    a GPU: the same weights give float-noise-different logits on the CPU) to the allowed
+    absolute difference of the plan's metric."""
+    if not rows:
+        return []
+    import torch
+
+    from ablations.training.driver import seed_everything
+    from ablations.workload import load_workload
+
+    try:
+        factory = load_workload(plan.workload.entry)
+    except Exception as exc:
+        return [Problem(PLAN, f"cannot re-evaluate any model: {exc}")]
+    metric, problems = plan.metric.name, []
+    for row, model in rows:
+        try:
+            weights = load_weights(out_dir / model)
+            seed_everything(row.seed)
+            workload = factory.build(
+                row.params, seed=row.seed, device=torch.device("cpu"), steps=row.steps
+            )
+            workload.model.load_state_dict(weights)
+            got = float(workload.evaluate().metrics[metric])
+        except Exception as exc:  # a model that cannot be rebuilt or evaluated is the finding
+            problems.append(Problem(model, f"cannot be re-evaluated: {type(exc).__name__}: {exc}"))
+            continue
+        recorded = row.metrics.get(metric)
+        trained_on = "cpu" if row.device.startswith("cpu") else "other"
+        tolerance = tolerances[trained_on]
+        if not isinstance(recorded, (int, float)) or not math.isfinite(recorded):
+            problems.append(Problem(model, f"run {row.run_id} records no finite {metric}"))
+        elif not abs(got - recorded) <= tolerance:
+            problems.append(
+                Problem(
+                    model,
+                    f"re-evaluates to {metric} {got!r}, recorded {recorded!r} "
+                    f"(|difference| {abs(got - recorded):.3g} > tolerance {tolerance:g})",
+                )
+            )
+    return problems

@@ -1,0 +1,94 @@
+"""The campaign's steps over a real folder and real slot workers, without Prefect: a failed
+preflight ends at `fix` and is repeated by a rerun; the main runs resume from their pilots."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ablations.campaign.folder import REFRAME_DRAFT
+from ablations.campaign.state import register, registered_plan
+from ablations.campaign.steps import (
+    execute_registered_run,
+    gate_decided,
+    gate_recommendation,
+    phase_runs,
+    preflight_once,
+    record_gate_decision,
+    slot_warmup,
+    write_reframe_draft,
+)
+from ablations.plan.model import parse_plan
+from ablations.slots.devices import SlotSpec
+from ablations.slots.local import open_slots
+from tests.conftest import ROOT
+from tests.faults.workloads import LOSE_CURSOR
+from tests.flows.conftest import TINY_PLAN, plan_text
+
+CPU = SlotSpec(name="cpu#0", device="cpu", cpu_threads=1)
+
+
+@pytest.mark.slow
+def test_a_failed_preflight_is_fixed_then_rerun_and_main_runs_resume_from_their_pilots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = copy.deepcopy(TINY_PLAN)
+    data["workload"]["entry"] = "tests.faults.workloads:FaultDigits"
+    data["factors"] = {"width": {"category": "essential", "levels": [8]}}
+    data["seeds"] = [0]
+    data["checkpoint"] = {"store": "file://ckpt", "interval": {"steps": 1000}}
+    out = tmp_path / "out"
+    register(plan_text(data), out)
+    plan = registered_plan(out)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the slot workers import the fault workload
+
+    # 1. The workload's load_state_dict forgets its batch cursor: a defect to fix.
+    monkeypatch.setenv(LOSE_CURSOR, "1")
+    with open_slots(str(out), [CPU], slot_warmup(plan, out)):
+        failed = preflight_once(out)
+        fix = record_gate_decision(out, gate_recommendation(out, 1))
+    assert not failed.passed and failed.restart is not None
+    assert fix.decision == "fix" and fix.reason.startswith("restart check: ")
+    assert "fix the workload's state_dict/load_state_dict" in fix.reason
+    assert not (out / REFRAME_DRAFT).exists()
+    assert not gate_decided(out)  # the recorded fix is not a decision a rerun replays
+
+    # 2. Fixed: the same folder's rerun repeats preflight (under a key of its own), runs the
+    # pilot and asks the gate again.
+    monkeypatch.delenv(LOSE_CURSOR)
+    control = next(r for r in phase_runs(out, "pilot") if r.variant == "control")
+    with open_slots(str(out), [CPU], slot_warmup(plan, out)):
+        passed = preflight_once(out)
+        pilot = [execute_registered_run(out, r.run_id) for r in phase_runs(out, "pilot")]
+        decision = record_gate_decision(out, gate_recommendation(out, 1))
+        main = execute_registered_run(out, control.continues or "")
+    assert passed.passed, passed
+    assert failed.check_id and passed.check_id and failed.check_id != passed.check_id
+    assert {failed.check_id[:-9], passed.check_id[:-9]} == {f"preflight-{control.run_id}"}
+    assert decision.decision == "continue" and gate_decided(out)
+    assert all(r.steps_done == plan.pilot_steps for r in pilot)
+
+    # The control's main run resumed where its pilot ended and trained only the rest.
+    assert main.status == "accepted", main
+    assert main.checkpoint.resumed_from_step == plan.pilot_steps
+    assert main.steps_done == plan.workload.steps
+    assert len(main.evaluations) == plan.workload.steps // plan.workload.eval_every
+
+
+def test_a_reframe_draft_keeps_the_question_and_comments_the_reason(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    register(plan_text(copy.deepcopy(TINY_PLAN)), out)
+    reason = "the control's accuracy in the pilot is 0.41 against the threshold 0.5\nsecond line"
+
+    text = (write_reframe_draft(out, reason)).read_text()
+
+    draft = parse_plan(yaml.safe_load(text))  # a valid plan, ready to edit
+    assert draft.campaign.id == "tiny-reframed"
+    assert draft.campaign.question == TINY_PLAN["campaign"]["question"]
+    comments = [line for line in text.splitlines() if line.startswith("#")]
+    assert "#   the control's accuracy in the pilot is 0.41 against the threshold 0.5" in comments
+    assert "#   second line" in comments
+    assert "REVISE" not in text

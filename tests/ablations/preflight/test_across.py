@@ -1,0 +1,93 @@
+"""The campaign's preflight across two already-started workers, and the slots' warm-up."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ablations.checkpoint import open_store
+from ablations.preflight.across import preflight_across
+from ablations.preflight.verdict import check_spec
+from ablations.slots.devices import SlotSpec
+from ablations.slots.local import open_slots, other_process
+from ablations.slots.messages import WorkloadFailed
+from ablations.slots.worker import SlotWorker, Warmup
+from tests.ablations.checkpoint.conftest import make_spec
+
+CPU = SlotSpec(name="cpu#0", device="cpu", cpu_threads=1)
+DIGITS = "ablations.workloads.digits:DigitsWorkload"
+
+
+@contextmanager
+def _worker(warmup: Warmup | None = None) -> Iterator[SlotWorker]:
+    worker = SlotWorker(CPU, warmup)
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.close()
+
+
+def test_the_continuation_runs_in_the_other_worker_and_agrees(tmp_path: Path) -> None:
+    spec = make_spec(f"file://{tmp_path}/ckpt")
+    with _worker() as first, _worker() as second:
+        start = first.preflight_start(spec, None)
+        assert start.reference is not None and start.reference.pid == first.pid
+        got = second.continue_check(check_spec(spec), start.reference.until)
+        assert got.pid == second.pid != first.pid
+        assert got.resumed == start.reference.early and got.losses == start.reference.losses
+
+        report = preflight_across(first, lambda: _borrow(second), spec, None)
+    assert report.passed and report.restart is None and report.error is None
+    assert spec.checkpoint is not None
+    assert open_store(spec.checkpoint).keys("camp") == []  # the check leaves nothing behind
+
+
+@contextmanager
+def _borrow(worker: SlotWorker) -> Iterator[SlotWorker]:
+    yield worker
+
+
+def test_a_checkpoint_missing_state_fails_the_preflight_across_workers(tmp_path: Path) -> None:
+    spec = make_spec(f"file://{tmp_path}/ckpt").model_copy(
+        update={"workload": "tests.ablations.checkpoint.workloads:ForgetfulDigits"}
+    )
+    with _worker() as first, _worker() as second:
+        report = preflight_across(first, lambda: _borrow(second), spec, None)
+    assert not report.passed and report.restart is not None
+    assert report.restart.rule == "restart" and "after reload has loss" in report.restart.message
+
+
+def test_a_continuation_that_cannot_run_is_a_failed_reload(tmp_path: Path) -> None:
+    spec = make_spec(f"file://{tmp_path}/ckpt")
+    with _worker() as first, _worker() as second:
+        start = first.preflight_start(spec, None)
+        assert start.reference is not None
+        broken = check_spec(spec).model_copy(update={"workload": "no_such_module:X"})
+        try:
+            second.continue_check(broken, start.reference.until)
+        except WorkloadFailed as exc:  # the workload does not import: not the machine's fault
+            assert "no_such_module" in str(exc)
+        else:
+            raise AssertionError("a continuation that cannot build its workload must raise")
+
+
+def test_one_slot_borrows_a_spare_that_is_closed_after_the_check(tmp_path: Path) -> None:
+    key = str(tmp_path)
+    with open_slots(key, [CPU], Warmup(DIGITS, restart_check=True)) as pool:
+        slot_pid = pool.slots[0].pid
+        with other_process(key) as spare:
+            spare_pid = spare.pid
+            assert spare_pid is not None and spare_pid != slot_pid
+        assert spare.pid is None  # closed: it served its one check
+        with other_process(key) as fallback:  # none left: a new process, never the slot's
+            assert fallback is not pool.slots[0]
+
+
+def test_a_worker_reports_a_workload_that_does_not_import() -> None:
+    with _worker(Warmup("ablations.workloads.digits:NoSuchWorkload")) as worker:
+        problem = worker.workload_problem()
+    assert problem is not None and "has no 'NoSuchWorkload'" in problem
+    with _worker(Warmup(DIGITS)) as worker:
+        assert worker.workload_problem() is None

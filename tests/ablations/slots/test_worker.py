@@ -1,0 +1,126 @@
+"""A slot's worker process: a crash fails that run only, and the next run gets a new worker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ablations.checkpoint.commit import COMMIT
+from ablations.errors import InfrastructureError, StoreError, WorkloadError
+from ablations.records import RunSpec
+from ablations.slots.devices import SlotSpec
+from ablations.slots.messages import Failed, JobFailed, WorkloadFailed, job_error
+from ablations.slots.worker import SlotWorker, Warmup
+from tests.ablations.checkpoint.conftest import make_spec
+from tests.ablations.checkpoint.workloads import CRASH_AT
+
+
+def _spec(run_id: str, workload: str) -> RunSpec:
+    return RunSpec(
+        run_id=run_id,
+        campaign_id="c",
+        plan_hash="h",
+        variant="control",
+        category="essential",
+        phase="main",
+        seed=0,
+        params={"width": 16, "depth": 1},
+        steps=20,
+        eval_every=10,
+        workload=workload,
+        metric="accuracy",
+        threshold=0.0,
+    )
+
+
+def test_a_crashed_worker_fails_its_run_and_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "go"
+    marker.write_text("")
+    monkeypatch.setenv(CRASH_AT, f"3:{marker}")  # inherited by the spawned worker
+    worker = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1))
+    try:
+        crashed = worker.run(_spec("a-s0-1", "tests.ablations.checkpoint.workloads:CrashingDigits"))
+        assert crashed.status == "failed" and crashed.error is not None
+        assert crashed.error.type == "WorkerCrashed" and "cpu#0" in crashed.error.message
+        assert crashed.error.cause == "infrastructure" and crashed.lost  # a rerun retries it
+        assert crashed.slot == "cpu#0"
+        healthy = worker.run(_spec("b-s0-2", "ablations.workloads.digits:DigitsWorkload"))
+        assert healthy.status == "accepted" and healthy.steps_done == 20
+        assert healthy.slot == "cpu#0" and worker.restarts == 2  # crashed, retried, crashed
+    finally:
+        worker.close()
+
+
+def test_the_results_step_runs_in_the_worker_and_reports_its_failure(tmp_path: Path) -> None:
+    worker = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1), Warmup(results=True))
+    try:
+        failed = r"writing the results failed: FileNotFoundError: .*plan\.yaml"
+        with pytest.raises(JobFailed, match=failed) as raised:
+            worker.write_outputs(tmp_path)  # not a campaign folder
+        assert raised.value.failure.error_type == "FileNotFoundError"
+        healthy = worker.run(_spec("b-s0-2", "ablations.workloads.digits:DigitsWorkload"))
+        assert healthy.status == "accepted"  # the worker goes on after a failed results step
+    finally:
+        worker.close()
+    assert not (tmp_path / "manifest.json").exists()
+
+
+def test_a_worker_lost_mid_run_is_retried_once_from_its_last_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = make_spec(f"file://{tmp_path}/ckpt", interval={"steps": 10}).model_copy(
+        update={"workload": "tests.ablations.checkpoint.workloads:CrashingDigits"}
+    )
+    commit = tmp_path / "ckpt" / "camp" / "run-a" / "step-00000020" / COMMIT
+    monkeypatch.setenv(CRASH_AT, f"25:{commit}:{tmp_path / 'crashed-once'}")
+    worker = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1))
+    try:
+        record = worker.run(spec)
+    finally:
+        worker.close()
+    assert record.status == "accepted" and record.steps_done == 40, record.error
+    assert record.checkpoint.resumed_from_step == 20 and worker.restarts == 1
+    assert "run-a: WorkerCrashed: the worker process of slot cpu#0 died" in capsys.readouterr().out
+
+
+def test_a_lost_run_is_not_finished_but_a_workload_failure_is(tmp_path: Path) -> None:
+    from ablations.campaign.state import load_record, save_record
+    from ablations.progress import outcome
+    from ablations.records import RunError, RunRecord
+
+    spec = _spec("lost-s0-1", "x:Y")
+    lost = RunRecord.failed(spec, "WorkerCrashed", "the worker process of slot cpu#0 died")
+    save_record(tmp_path, lost)
+    assert load_record(tmp_path, lost.run_id) is None  # a rerun retries it
+    assert outcome(lost).startswith("WorkerCrashed: the worker process of slot cpu#0 died")
+    raised = lost.model_copy(
+        update={"run_id": "raised-s0-1", "error": RunError(type="ValueError", message="bad")}
+    )
+    save_record(tmp_path, raised)
+    assert load_record(tmp_path, raised.run_id) == raised  # same code, same failure
+    assert outcome(raised) == "ValueError: bad"
+    older = lost.model_dump(mode="json")
+    del older["error"]["cause"]  # a record written before causes were recorded
+    assert RunRecord.model_validate(older).lost
+
+
+@pytest.mark.parametrize(
+    ("error", "cause", "raised"),
+    [
+        (StoreError("s3://b unreachable"), "infrastructure", JobFailed),
+        (OSError(28, "No space left on device"), "infrastructure", JobFailed),
+        (ValueError("probe_groups raised"), "workload", WorkloadFailed),
+    ],
+)
+def test_a_failed_job_is_an_error_of_its_cause(
+    error: Exception, cause: str, raised: type[Exception]
+) -> None:
+    failure = Failed.of(error)
+    assert failure.cause == cause and failure.error_type == type(error).__name__
+    typed = job_error(failure, f"probe of control failed: {failure}")
+    assert type(typed) is raised and typed.failure is failure
+    assert isinstance(typed, InfrastructureError if cause == "infrastructure" else WorkloadError)
+    assert str(typed) == f"probe of control failed: {type(error).__name__}: {error}"
