@@ -6,7 +6,7 @@
     └── InfrastructureError   the machine or a service under the work (exit 1): rerun once fixed
         └── StoreError, and the modules' own (ledger, lost worker, ...)
 
-`ablate` maps each base to its exit code in one place (`ablations.cli.main`), so a module
+`ablate` maps each base to its exit code in one place (`ablations.cli.ablate`), so a module
 raises the class that names the cause and never `AblationError` itself.
 """
 

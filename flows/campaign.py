@@ -6,10 +6,12 @@ step is recognized as done on restart from the output folder.
 
 # No `from __future__ import annotations` here: Prefect builds the deployment's parameter
 # model from the flow's signature at run time, and string annotations break that.
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Literal, cast
 
-from prefect import flow
+from prefect import Flow, flow
 from prefect.artifacts import (
     create_markdown_artifact,
     create_progress_artifact,
@@ -19,19 +21,24 @@ from prefect.artifacts import (
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from ablations.campaign.executor import Executor
 from ablations.campaign.lock import hold_folder
 from ablations.campaign.scheduling import longest_first
-from ablations.campaign.state import registered_plan, remove_leftover_temporaries
-from ablations.campaign.steps import gate_decided, phase_runs, slot_warmup
+from ablations.campaign.state import (
+    phase_runs,
+    registered_plan,
+    registration_of,
+    remove_leftover_temporaries,
+)
+from ablations.campaign.steps import gate_decided
 from ablations.plan.io import read_plan_text
+from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
-from ablations.probe.sweep import peak_for_slots
 from ablations.progress import outcome, record_rows, say
 from ablations.records import RunRecord
-from ablations.slots.attempts import PoolSettings, open_pool, pool_slots, require_shared_store
-from ablations.slots.devices import plan_slots
-from ablations.slots.local import open_slots
+from ablations.slots.local import LocalSlots, local_slots_for, warmup_for
 from flows.gate_ui import ask_in_ui, decision_markdown
+from flows.pool import PoolExecutor
 from flows.run_log import run_logger
 from flows.run_names import campaign_run_name
 from tasks.gate import recommend_gate, record_gate
@@ -43,6 +50,7 @@ from tasks.runs import execute_run
 
 def _run_phase(
     out_dir: str,
+    executor: Executor,
     runs: list[PlannedRun],
     progress_id: object,
     done: list[int],
@@ -50,7 +58,9 @@ def _run_phase(
     measured: list[RunRecord] | None = None,
 ) -> list[RunRecord]:
     ordered = longest_first(runs, measured or [])
-    futures = [execute_run.submit(out_dir, r.run_id, r.variant, r.seed, r.phase) for r in ordered]
+    futures = [
+        execute_run.submit(out_dir, r.run_id, r.variant, r.seed, r.phase, executor) for r in ordered
+    ]
     records = []
     for future in as_completed(futures):
         # A failed run's task state is Failed; its record is still the result, read as data.
@@ -71,6 +81,19 @@ def _run_phase(
     return records
 
 
+@contextmanager
+def open_executor(
+    plan: Plan, out_dir: str, plan_path: str, devices: str, pool: str, heartbeat_timeout_s: float
+) -> Iterator[Executor]:
+    """The flow's own executor (a flow run from the UI): the pool's, or this machine's slots."""
+    if pool:
+        yield PoolExecutor.for_plan(plan, pool, devices or None, heartbeat_timeout_s)
+        return
+    slots = local_slots_for(plan, Path(plan_path) if plan_path else None, devices or None)
+    with LocalSlots.open(slots, warmup_for(plan, Path(out_dir))) as executor:
+        yield executor
+
+
 def _campaign(
     plan_path: str,
     plan_yaml: str,
@@ -79,6 +102,7 @@ def _campaign(
     devices: str,
     pool: str,
     heartbeat_timeout_s: float,
+    opened: Executor | None,
 ) -> str:
     """The campaign flow's body, run while the flow holds the output folder's lock."""
     if not plan_yaml:
@@ -88,19 +112,23 @@ def _campaign(
     registration = register_campaign(plan_yaml, out_dir, plan_path or "inline plan")
     folder = registration.out_dir
     plan = registered_plan(Path(folder))
-    remote = None
-    if pool:
-        require_shared_store(plan.checkpoint)
-        remote = PoolSettings(pool, heartbeat_timeout_s=heartbeat_timeout_s)
-    peak = peak_for_slots(plan, Path(plan_path) if plan_path else None)
-    slots = (
-        plan_slots(plan.resources, devices or None, peak, plan.probe.margin)
-        if remote is None
-        else pool_slots(remote, plan.resources, devices or None)
-    )
+    with (
+        nullcontext(opened)
+        if opened is not None
+        else open_executor(plan, folder, plan_path, devices, pool, heartbeat_timeout_s)
+    ) as executor:
+        return _phases(plan, folder, gate, executor)
+
+
+def _phases(
+    plan: Plan, folder: str, gate: Literal["plan", "auto", "ui"], executor: Executor
+) -> str:
+    """preflight -> pilot -> gate -> main -> results, on the campaign's executor."""
+    slots = executor.slots
     project_campaign(folder, len(slots))
     pilot, main = phase_runs(Path(folder), "pilot"), phase_runs(Path(folder), "main")
     total = len(pilot) + len(main)
+    registration = registration_of(Path(folder))
     say(
         f"campaign {registration.campaign_id} (plan {registration.plan_hash[:12]}): "
         f"{len(pilot)} pilot + {len(main)} main runs on {len(slots)} slot(s) "
@@ -110,91 +138,102 @@ def _campaign(
         progress=0.0, key="campaign-progress", description="Runs finished"
     )
     done = [0]
-    warmup = slot_warmup(plan, Path(folder))
-    with open_slots(folder, [] if remote else slots, warmup), open_pool(folder, remote):
-        say("preflight: data check and restart check")
-        preflight = run_preflight(folder)
-        say(f"preflight: {'passed' if preflight.passed else 'FAILED'}")
-        pilot_records: list[RunRecord] = []
-        if preflight.passed:
-            say("pilot")
-            pilot_records = _run_phase(folder, pilot, progress, done, total)
-            create_table_artifact(
-                key="pilot-runs",
-                table=record_rows(pilot_records, plan.metric.name),
-                description="Pilot runs",
-            )
-        asked_before = gate_decided(Path(folder))
-        recommendation = recommend_gate(folder, len(slots))
-        mode = plan.gate.mode if gate == "plan" else gate
-        decision = recommendation
-        # a defect to fix is not a question for a person: nothing runs until it is fixed
-        if mode == "ui" and not asked_before and recommendation.decision != "fix":
-            decision = ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
-        decision = record_gate(folder, decision)
-        say(f"gate: {decision.decision} ({decision.source}): {decision.reason}")
-        create_markdown_artifact(
-            key="gate-decision",
-            markdown=decision_markdown(decision),
+    say("preflight: data check and restart check")
+    preflight = run_preflight(folder, executor)
+    say(f"preflight: {'passed' if preflight.passed else 'FAILED'}")
+    pilot_records: list[RunRecord] = []
+    if preflight.passed:
+        say("pilot")
+        pilot_records = _run_phase(folder, executor, pilot, progress, done, total)
+        create_table_artifact(
+            key="pilot-runs",
+            table=record_rows(pilot_records, plan.metric.name),
+            description="Pilot runs",
         )
-        if decision.decision in ("continue", "trim"):
-            remaining = [r for r in main if r.run_id not in set(decision.drop)]
-            say(f"main: {len(remaining)} runs ({len(decision.drop)} trimmed)")
-            done[0] += len(decision.drop)
-            main_records = _run_phase(folder, remaining, progress, done, total, pilot_records)
-            create_table_artifact(
-                key="final-runs",
-                table=record_rows(main_records, plan.metric.name),
-                description="Main-phase runs",
-            )
-        manifest = write_results(folder)  # in a slot's worker, while the slots are open
+    asked_before = gate_decided(Path(folder))
+    recommendation = recommend_gate(folder, len(slots))
+    mode = plan.gate.mode if gate == "plan" else gate
+    decision = recommendation
+    # a defect to fix is not a question for a person: nothing runs until it is fixed
+    if mode == "ui" and not asked_before and recommendation.decision != "fix":
+        decision = ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
+    decision = record_gate(folder, decision)
+    say(f"gate: {decision.decision} ({decision.source}): {decision.reason}")
+    create_markdown_artifact(
+        key="gate-decision",
+        markdown=decision_markdown(decision),
+    )
+    if decision.decision in ("continue", "trim"):
+        remaining = [r for r in main if r.run_id not in set(decision.drop)]
+        say(f"main: {len(remaining)} runs ({len(decision.drop)} trimmed)")
+        done[0] += len(decision.drop)
+        main_records = _run_phase(folder, executor, remaining, progress, done, total, pilot_records)
+        create_table_artifact(
+            key="final-runs",
+            table=record_rows(main_records, plan.metric.name),
+            description="Main-phase runs",
+        )
+    manifest = write_results(folder, executor)  # while the executor's slots are open
     update_progress_artifact(progress, 100.0)  # type: ignore[arg-type]
     say(f"results: {manifest}")
     return manifest
 
 
-@flow(
-    name="ablation-campaign",
-    flow_run_name=campaign_run_name,
-    task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]  # generic in stubs
-    persist_result=False,
-    log_prints=False,
-)
-def ablation_campaign(
-    plan_path: str = "",
-    plan_yaml: str = "",
-    out_dir: str = "ablate-out",
-    gate: Literal["plan", "auto", "ui"] = "plan",
-    devices: str = "",
-    pool: str = "",
-    heartbeat_timeout_s: float = 120.0,
-) -> str:
-    """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
+def campaign_flow(opened: Executor | None = None) -> Flow[..., str]:
+    """The campaign flow. With `opened`, its runs go to that executor (`ablate run` opens its
+    slots before Prefect's server is up, so their imports overlap the server's start);
+    without, the flow opens its own from its parameters (a flow run from the UI)."""
 
-    Relative paths resolve against the working directory of the process that runs the flow:
-    for the deployment, the `ablate serve` process, not the machine of your browser.
+    @flow(
+        name="ablation-campaign",
+        flow_run_name=campaign_run_name,
+        task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]  # generic in stubs
+        persist_result=False,
+        log_prints=False,
+    )
+    def ablation_campaign(
+        plan_path: str = "",
+        plan_yaml: str = "",
+        out_dir: str = "ablate-out",
+        gate: Literal["plan", "auto", "ui"] = "plan",
+        devices: str = "",
+        pool: str = "",
+        heartbeat_timeout_s: float = 120.0,
+    ) -> str:
+        """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
 
-    Args:
-        plan_path: The plan's YAML file on the machine that runs the flow, e.g.
-            /data/plans/digits.yaml (a relative path resolves against the serving process's
-            working directory). Leave empty when the plan is pasted into plan_yaml.
-        plan_yaml: The plan itself, pasted as YAML; used instead of plan_path when given.
-        out_dir: The output folder (relative paths: against the serving process's working
-            directory). Running again with the same plan and folder resumes the campaign.
-        gate: Who decides after the pilot: plan (the plan's gate.mode), auto (the registered
-            policy), or ui (the run pauses for your answer in this UI; after the plan's
-            gate.timeout_minutes the policy decides).
-        devices: Overrides the plan's resources.devices: auto, a number of CPU slots, or
-            cuda:0,cuda:1. Empty: the plan's. With a pool: the pool's devices in all (auto:
-            its online workers).
-        pool: A Prefect process work pool whose workers run each run (deployment
-            variant/<pool>). Empty: the runs use this machine's devices.
-        heartbeat_timeout_s: With a pool: seconds without a run's heartbeat before its host
-            is presumed lost and the run is submitted again.
-    """
-    run_logger()  # progress lines also go to this run's logs in the UI
-    # One writer per folder, also for a flow run launched from a deployment (`ablate run`
-    # already holds it in this process: then this is a no-op).
-    with hold_folder(Path(out_dir)):
-        remove_leftover_temporaries(Path(out_dir))  # an interrupted run's, never trusted
-        return _campaign(plan_path, plan_yaml, out_dir, gate, devices, pool, heartbeat_timeout_s)
+        Relative paths resolve against the working directory of the process that runs the flow:
+        for the deployment, the `ablate serve` process, not the machine of your browser.
+
+        Args:
+            plan_path: The plan's YAML file on the machine that runs the flow, e.g.
+                /data/plans/digits.yaml (a relative path resolves against the serving process's
+                working directory). Leave empty when the plan is pasted into plan_yaml.
+            plan_yaml: The plan itself, pasted as YAML; used instead of plan_path when given.
+            out_dir: The output folder (relative paths: against the serving process's working
+                directory). Running again with the same plan and folder resumes the campaign.
+            gate: Who decides after the pilot: plan (the plan's gate.mode), auto (the registered
+                policy), or ui (the run pauses for your answer in this UI; after the plan's
+                gate.timeout_minutes the policy decides).
+            devices: Overrides the plan's resources.devices: auto, a number of CPU slots, or
+                cuda:0,cuda:1. Empty: the plan's. With a pool: the pool's devices in all (auto:
+                its online workers).
+            pool: A Prefect process work pool whose workers run each run (deployment
+                variant/<pool>). Empty: the runs use this machine's devices.
+            heartbeat_timeout_s: With a pool: seconds without a run's heartbeat before its host
+                is presumed lost and the run is submitted again.
+        """
+        run_logger()  # progress lines also go to this run's logs in the UI
+        # One writer per folder, also for a flow run launched from a deployment (`ablate run`
+        # already holds it in this process: then this is a no-op).
+        with hold_folder(Path(out_dir)):
+            remove_leftover_temporaries(Path(out_dir))  # an interrupted run's, never trusted
+            return _campaign(
+                plan_path, plan_yaml, out_dir, gate, devices, pool, heartbeat_timeout_s, opened
+            )
+
+    return ablation_campaign
+
+
+ablation_campaign = campaign_flow()
+"""The flow `ablate serve` deploys for the Prefect UI: it opens its own executor."""

@@ -1,16 +1,19 @@
-"""Preflight: the data check and the restart check, on a leased slot."""
+"""Preflight: the data check and the restart check, on the campaign's executor."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
+from ablations.campaign.executor import Executor
 from ablations.campaign.steps import preflight_once
 from ablations.records import PreflightReport
 
 
-@task(name="preflight", retries=0)
-def run_preflight(out_dir: str) -> PreflightReport:
+# NO_CACHE: the executor holds processes and locks, which Prefect cannot hash into a cache key
+@task(name="preflight", retries=0, cache_policy=NO_CACHE)
+def run_preflight(out_dir: str, executor: Executor) -> PreflightReport:
     """Run the essential checks until they pass (a passed report is reused on restart)."""
-    return preflight_once(Path(out_dir))
+    return preflight_once(Path(out_dir), executor)

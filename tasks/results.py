@@ -1,4 +1,4 @@
-"""Results: trimmed-run records, the manifest, runs.csv and the report."""
+"""Results: the manifest, runs.csv and the report, written by the campaign's executor."""
 
 from __future__ import annotations
 
@@ -6,15 +6,16 @@ from pathlib import Path
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
+from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REPORT
-from ablations.campaign.steps import export_outputs
 
 
-@task(name="results")
-def write_results(out_dir: str) -> str:
+@task(name="results", cache_policy=NO_CACHE)  # the executor cannot be hashed into a cache key
+def write_results(out_dir: str, executor: Executor) -> str:
     """Write the output folder from the completion records; return the manifest's path."""
-    manifest = export_outputs(Path(out_dir))
+    manifest = executor.write_results(Path(out_dir))
     report = Path(out_dir) / REPORT
     if report.exists():
         create_markdown_artifact(key="campaign-report", markdown=report.read_text())

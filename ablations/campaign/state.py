@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ablations.campaign.folder import (
     LOCK,
+    REGISTRATION,
     WRITTEN_FOLDERS,
     CampaignFolder,
     Registration,
@@ -23,6 +24,7 @@ from ablations.errors import CampaignConflictError, InfrastructureError, InputEr
 from ablations.outputs.manifest import NotACampaignFolder, read_manifest
 from ablations.plan.io import parse_yaml
 from ablations.plan.model import Plan, parse_plan, plan_hash
+from ablations.plan.variants import PlannedRun, planned_runs
 from ablations.records import RunRecord
 
 __all__ = [
@@ -154,3 +156,21 @@ def load_record(out_dir: Path, run_id: str) -> RunRecord | None:
 def load_records(out_dir: Path) -> dict[str, RunRecord]:
     """Every completion record in the folder, by run id."""
     return CampaignFolder(out_dir).records()
+
+
+def registration_of(out_dir: Path) -> Registration:
+    """The folder's registration record, naming the folder where it is now (moved or not)."""
+    known = CampaignFolder(out_dir).registration()
+    if known is None:
+        raise InputError(f"{out_dir} holds no registered campaign ({REGISTRATION})")
+    return known.model_copy(update={"out_dir": str(out_dir.resolve())})
+
+
+def registered_runs(out_dir: Path) -> list[PlannedRun]:
+    """Every run the registered plan defines."""
+    return planned_runs(registered_plan(out_dir), registration_of(out_dir).plan_hash)
+
+
+def phase_runs(out_dir: Path, phase: str) -> list[PlannedRun]:
+    """The registered runs of one phase."""
+    return [r for r in registered_runs(out_dir) if r.phase == phase]

@@ -9,51 +9,29 @@ asked again).
 
 from __future__ import annotations
 
-import functools
 import time
 import uuid
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import yaml
 
 from ablations.budget import Projection, project
-from ablations.campaign.folder import REGISTRATION, CampaignFolder
+from ablations.campaign.executor import Executor
+from ablations.campaign.folder import CampaignFolder
 from ablations.campaign.gate import GateDecision, auto_decision
 from ablations.campaign.specs import spec_for
 from ablations.campaign.state import (
-    Registration,
     load_record,
     load_records,
+    phase_runs,
     registered_plan,
+    registered_runs,
+    registration_of,
     save_record,
 )
 from ablations.errors import InputError
-from ablations.plan.model import Plan
-from ablations.plan.variants import CONTROL, PlannedRun, planned_runs
-from ablations.preflight.across import preflight_across
+from ablations.plan.variants import CONTROL
 from ablations.records import PreflightReport, RunRecord
-from ablations.slots.attempts import RemoteRunner, pool_for
-from ablations.slots.local import other_process, results_writer, slots_for
-from ablations.slots.worker import SlotWorker, Warmup
-
-
-def registration_of(out_dir: Path) -> Registration:
-    """The folder's registration record, naming the folder where it is now (moved or not)."""
-    known = CampaignFolder(out_dir).registration()
-    if known is None:
-        raise InputError(f"{out_dir} holds no registered campaign ({REGISTRATION})")
-    return known.model_copy(update={"out_dir": str(out_dir.resolve())})
-
-
-def registered_runs(out_dir: Path) -> list[PlannedRun]:
-    """Every run the registered plan defines."""
-    return planned_runs(registered_plan(out_dir), registration_of(out_dir).plan_hash)
-
-
-def phase_runs(out_dir: Path, phase: str) -> list[PlannedRun]:
-    """The registered runs of one phase."""
-    return [r for r in registered_runs(out_dir) if r.phase == phase]
 
 
 def registered_projection(out_dir: Path, slots: int) -> Projection:
@@ -68,41 +46,7 @@ def registered_projection(out_dir: Path, slots: int) -> Projection:
     return projection
 
 
-def _slot(out_dir: Path) -> AbstractContextManager[SlotWorker | RemoteRunner]:
-    """A leased local slot, or the work pool when the campaign runs on one (`--pool`)."""
-    remote = pool_for(str(out_dir))
-    return nullcontext(remote) if remote is not None else slots_for(str(out_dir)).lease()
-
-
-def slot_warmup(plan: Plan, out_dir: Path) -> Warmup:
-    """What the slots prepare at start: the workload's module, and (with one slot) a spare
-    for the restart check when this folder's preflight is still to run and reloads from a
-    store another process can see."""
-    check = plan.stop_rules.restart.enabled and not plan.checkpoint.store.startswith("memory://")
-    return Warmup(
-        workload_entry=plan.workload.entry,
-        restart_check=check and not _preflight_passed(out_dir),
-        results=True,
-    )
-
-
-def export_outputs(out_dir: Path) -> Path:
-    """The results step: in the first slot's worker, which imported its libraries while it
-    waited (the campaign process never loads them); here when the runs went to a work pool."""
-    writer = results_writer(str(out_dir))
-    if writer is not None:
-        return writer.write_outputs(out_dir)
-    from ablations.outputs.export import write_outputs
-
-    return write_outputs(out_dir)
-
-
-def _preflight_passed(out_dir: Path) -> bool:
-    known = CampaignFolder(out_dir).preflight()
-    return known is not None and known.passed
-
-
-def preflight_once(out_dir: Path) -> PreflightReport:
+def preflight_once(out_dir: Path, executor: Executor) -> PreflightReport:
     """The data and restart checks on the control's run, until they pass once per campaign
     (a failed report is replaced by the next attempt's)."""
     known = CampaignFolder(out_dir).preflight()
@@ -122,20 +66,14 @@ def preflight_once(out_dir: Path) -> PreflightReport:
             "checkpoint_id": None,
         }
     )
-    expected = plan.workload.expected_inputs
-    with _slot(out_dir) as worker:
-        if isinstance(worker, SlotWorker):
-            other = functools.partial(other_process, str(out_dir))
-            report = preflight_across(worker, other, spec, expected)
-        else:  # a work-pool host runs the whole preflight itself
-            report = worker.preflight(spec, expected)
+    report = executor.preflight(spec, plan.workload.expected_inputs)
     report = report.model_copy(update={"check_id": spec.run_id})
     CampaignFolder(out_dir).write_preflight(report)
     return report
 
 
-def execute_registered_run(out_dir: Path, run_id: str) -> RunRecord:
-    """Run one registered run on a leased slot, or return its completion record if finished."""
+def execute_registered_run(out_dir: Path, run_id: str, executor: Executor) -> RunRecord:
+    """Run one registered run on the executor, or return its completion record if finished."""
     finished = load_record(out_dir, run_id)
     if finished is not None:
         return finished
@@ -145,8 +83,7 @@ def execute_registered_run(out_dir: Path, run_id: str) -> RunRecord:
     if run is None:
         raise InputError(f"run {run_id!r} is not registered in {out_dir}")
     spec = spec_for(plan, registration, run)
-    with _slot(out_dir) as worker:
-        record = worker.run(spec)
+    record = executor.run(spec)
     save_record(out_dir, record)
     return record
 

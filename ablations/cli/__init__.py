@@ -1,9 +1,9 @@
-"""The `ablate` command line (`main.py`); each other module here adds subcommands.
+"""The `ablate` command line (`ablate.py`); each other module here adds subcommands.
 
 `ablate run` and `ablate serve` run the Prefect flow, so they live in `flows/cli.py` and join
 through the `ablate.commands` entry points (see pyproject.toml): nothing here imports Prefect.
 """
 
-from ablations.cli.main import EXIT_INFRASTRUCTURE, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, main
+from ablations.cli.ablate import EXIT_INFRASTRUCTURE, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, main
 
 __all__ = ["EXIT_INFRASTRUCTURE", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "main"]

@@ -2,6 +2,6 @@
 
 import sys
 
-from ablations.cli.main import main
+from ablations.cli.ablate import main
 
 sys.exit(main())

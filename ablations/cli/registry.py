@@ -12,7 +12,7 @@ EXIT_INFRASTRUCTURE = EXIT_INTERNAL
 
 Command = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, Command] = {}
-"""Each subcommand's handler by name; `ablations.cli.main` runs the one parsed."""
+"""Each subcommand's handler by name; `ablations.cli.ablate` runs the one parsed."""
 
 
 def command(name: str) -> Callable[[Command], Command]:

@@ -1,1 +1,7 @@
-"""What the results step writes: the manifest, runs.csv, the ledger, RELOAD.md."""
+"""What the results step writes into the output folder.
+
+export.py      the results step: manifest, runs.csv, ledger, report, RELOAD.md
+manifest.py    the typed `Manifest` / `ManifestRun` that export writes and report and verify read
+ledger.py      the Optuna ledger of every run
+reload_doc.py  RELOAD.md: how to reload each artifact
+"""

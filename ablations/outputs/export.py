@@ -41,7 +41,7 @@ from ablations.campaign.folder import (
     RUNS_CSV,
     CampaignFolder,
 )
-from ablations.campaign.steps import registered_runs, registration_of
+from ablations.campaign.state import registered_runs, registration_of
 from ablations.credentials import redact_url
 from ablations.outputs.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_runs
 from ablations.outputs.manifest import (

@@ -1,8 +1,9 @@
-"""Runs as flow runs of the `variant` deployment on a Prefect process work pool.
+"""Work-pool attempts: a run on a pool host's slot, and where each attempt of it writes.
 
-With `ablate run --pool NAME` the campaign submits each run (and the preflight) with
-`run_deployment("variant/NAME")`; a worker on a GPU host runs it on one of that host's slots
-(`flows/variant.py`, `ablations.slots.host`). The two sides meet in the checkpoint store,
+With `ablate run --pool NAME` the campaign (`flows/pool.py`) submits each run (and the
+preflight) as a flow run of the `variant/NAME` deployment; a worker on a GPU host runs it here
+(`run_on_host`) on one of that host's slots (`ablations.slots.host`). The two sides meet in
+the checkpoint store,
 which every host reaches with its own credentials. Each submission is an *attempt* with an
 id of its own, and writes only under it:
 
@@ -17,8 +18,7 @@ Crashed by the campaign, and another attempt is accepted and submitted; it resum
 host, from the newest checkpoint any attempt committed. A lost attempt that is in fact alive
 (a paused host that wakes up) is fenced (`ablations.checkpoint.fence`): it commits no more
 checkpoints, its result is not written, and the campaign reads only the accepted attempt's
-result and outputs, so nothing of the late attempt reaches the output folder.
-Prefect is imported inside the campaign-side calls only, so the worker side stays plain.
+result and outputs, so nothing of the late attempt reaches the output folder. No Prefect here.
 """
 
 from __future__ import annotations
@@ -29,19 +29,17 @@ import os
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from ablations.checkpoint import fence
 from ablations.errors import InputError, StoreError
-from ablations.plan.sections import CheckpointSection, ResourcesSection
+from ablations.plan.sections import CheckpointSection
 from ablations.progress import say
-from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
-from ablations.slots.devices import SlotSpec, parse_devices
+from ablations.records import RunRecord, RunSpec
+from ablations.slots.devices import SlotSpec
 from ablations.slots.host import HostSlots
 from ablations.slots.worker import SlotWorker
 
@@ -72,7 +70,8 @@ def require_shared_store(section: CheckpointSection | None) -> None:
         )
 
 
-def _store(spec: RunSpec) -> FsspecStore:
+def attempt_store(spec: RunSpec) -> FsspecStore:
+    """The shared store the attempts of `spec` write to (opened without a probe)."""
     from ablations.checkpoint.store import open_store
 
     require_shared_store(spec.checkpoint)
@@ -80,14 +79,15 @@ def _store(spec: RunSpec) -> FsspecStore:
     return open_store(spec.checkpoint, check=False)
 
 
-def _prefix(spec: RunSpec, attempt: str) -> str:
+def attempt_prefix(spec: RunSpec, attempt: str) -> str:
     """Where one attempt of the run writes (its checkpoints are in the same folder)."""
     return f"{spec.campaign_id}/{spec.run_id}/attempts/{attempt}"
 
 
-def _result(store: FsspecStore, spec: RunSpec, attempt: str) -> str | None:
+def attempt_result(store: FsspecStore, spec: RunSpec, attempt: str) -> str | None:
+    """The result (JSON) the attempt committed, or None."""
     try:
-        return store.get(f"{_prefix(spec, attempt)}/{RESULT}").decode()
+        return store.get(f"{attempt_prefix(spec, attempt)}/{RESULT}").decode()
     except StoreError:
         return None
 
@@ -106,7 +106,7 @@ def _heartbeat(store: FsspecStore, spec: RunSpec, attempt: str, host: str) -> It
             count += 1
             body = {"attempt": attempt, "host": host, "beat": count, "pid": os.getpid()}
             try:
-                store.put(f"{_prefix(spec, attempt)}/{HEARTBEAT}", json.dumps(body).encode())
+                store.put(f"{attempt_prefix(spec, attempt)}/{HEARTBEAT}", json.dumps(body).encode())
             except StoreError as exc:  # a missed beat is not a failed run
                 log.warning("heartbeat of %s not written: %s", spec.run_id, exc)
             if stop.wait(HEARTBEAT_SECONDS):
@@ -130,7 +130,7 @@ def run_on_host(
     lost one. Returns the result (a `RunRecord` or `PreflightReport`) as JSON, once it is
     committed; `SupersededAttempt` (and a line in this attempt's log) when the campaign had
     declared this attempt lost and accepted another meanwhile: nothing of it is committed."""
-    store = _store(spec)
+    store = attempt_store(spec)
     host = HostSlots.from_env()
     with _heartbeat(store, spec, attempt, host.host), host.lease() as slot:
         if kind == "preflight":
@@ -144,7 +144,7 @@ def run_on_host(
 def _commit(store: FsspecStore, spec: RunSpec, attempt: str, result: str) -> None:
     """Write the attempt's result, unless the campaign accepts another attempt now."""
     _require_accepted(store, spec, attempt)
-    store.put(f"{_prefix(spec, attempt)}/{RESULT}", result.encode())
+    store.put(f"{attempt_prefix(spec, attempt)}/{RESULT}", result.encode())
 
 
 def _require_accepted(store: FsspecStore, spec: RunSpec, attempt: str) -> None:
@@ -197,85 +197,11 @@ def _run_and_upload(slot: SlotSpec, store: FsspecStore, spec: RunSpec) -> str:
         _require_accepted(store, spec, spec.attempt)  # a superseded attempt uploads nothing
         for relative in record.artifacts.values():
             data = (Path(local) / relative).read_bytes()
-            store.put(f"{_prefix(spec, spec.attempt)}/{OUTPUTS}/{relative}", data)
+            store.put(f"{attempt_prefix(spec, spec.attempt)}/{OUTPUTS}/{relative}", data)
     return reply
 
 
-# -- the campaign's side --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PoolSettings:
-    """Where the campaign sends its runs, and when it gives up on a silent attempt."""
-
-    pool: str
-    """The process work pool; its deployment is `variant/<pool>` (see prefect.yaml)."""
-    heartbeat_timeout_s: float = 120.0
-    """A running attempt whose heartbeat has not changed for this long is declared lost:
-    long enough to ride out a slow store (S3 reads may take 60 s), short next to a run."""
-    attempts: int = 3
-    """Submissions per run before it is recorded as failed, for an infrastructure cause
-    (each resumes the last; a rerun of the campaign submits it again)."""
-    poll_s: float = 2.0
-
-    @property
-    def deployment(self) -> str:
-        return f"variant/{self.pool}"
-
-
-def pool_slots(
-    settings: PoolSettings, resources: ResourcesSection, devices: str | None
-) -> list[SlotSpec]:
-    """Placeholders for the runs kept in flight on the pool (the projection counts them).
-
-    `--devices` or the plan's `resources.devices` count the pool's devices in all (a number,
-    or a list); `auto` counts the workers online in the pool now. Never probed locally."""
-    wanted = resources.devices if devices is None else parse_devices(devices)
-    if isinstance(wanted, list):
-        count = len(wanted)
-    elif isinstance(wanted, int):
-        count = wanted
-    else:
-        from prefect.client.orchestration import get_client
-
-        with get_client(sync_client=True) as client:
-            workers = client.read_workers_for_work_pool(settings.pool)
-        count = sum(1 for w in workers if str(w.status).upper().endswith("ONLINE"))
-    return [
-        SlotSpec(name=f"{settings.pool}#{i}", device="pool", cpu_threads=1)
-        for i in range(max(1, count))
-    ]
-
-
-def require_pool(settings: PoolSettings) -> None:
-    """Refuse, in seconds and before anything runs, a pool (or its `variant/<pool>`
-    deployment) that the configured Prefect server does not know."""
-    from prefect.settings import PREFECT_API_URL
-
-    if not PREFECT_API_URL.value():
-        raise InputError(
-            f"--pool {settings.pool}: set PREFECT_API_URL to the Prefect server the pool's "
-            "workers talk to (a temporary local server is unreachable from other hosts)"
-        )
-    from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
-
-    with get_client(sync_client=True) as client:
-        try:
-            client.read_work_pool(settings.pool)
-        except ObjectNotFound:
-            known = [p.name for p in client.read_work_pools()]
-            raise InputError(
-                f"--pool {settings.pool}: no such work pool on {PREFECT_API_URL.value()} "
-                f"(pools: {', '.join(known) or 'none'})"
-            ) from None
-        try:
-            client.read_deployment_by_name(settings.deployment)
-        except ObjectNotFound:
-            raise InputError(
-                f"--pool {settings.pool}: no deployment {settings.deployment!r}; create it with "
-                "`prefect deploy --all` in the folder holding prefect.yaml"
-            ) from None
+# -- read by the campaign ------------------------------------------------------------------
 
 
 class Attempted(NamedTuple):
@@ -292,139 +218,5 @@ class Attempted(NamedTuple):
 def accepted_result(store: FsspecStore, spec: RunSpec) -> Attempted | None:
     """The result of the attempt the campaign accepts, if it left one: never another's."""
     attempt = fence.accepted(store, spec.campaign_id, spec.run_id)
-    result = _result(store, spec, attempt) if attempt is not None else None
+    result = attempt_result(store, spec, attempt) if attempt is not None else None
     return Attempted(result, attempt, "") if result is not None else None
-
-
-class RemoteRunner:
-    """The campaign's handle on the pool, used where a leased `SlotWorker` is used locally."""
-
-    def __init__(self, settings: PoolSettings) -> None:
-        self.settings = settings
-
-    def run(self, spec: RunSpec) -> RunRecord:
-        """Run one run on the pool; bring its artifacts into the campaign's output folder."""
-        store = _store(spec)
-        outcome = self._call("run", spec, None, store)
-        if outcome.result is None or outcome.attempt is None:
-            return RunRecord.failed(spec, "WorkerLost", outcome.problem)
-        record = RunRecord.model_validate_json(outcome.result)
-        if spec.out_dir is not None:
-            outputs = f"{_prefix(spec, outcome.attempt)}/{OUTPUTS}"
-            for relative in record.artifacts.values():
-                target = Path(spec.out_dir) / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                data = store.get(f"{outputs}/{relative}")
-                partial = target.with_name(f".{target.name}.part")
-                partial.write_bytes(data)
-                os.replace(partial, target)
-        return record
-
-    def preflight(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightReport:
-        """The data and restart checks, on a slot of one of the pool's hosts."""
-        outcome = self._call("preflight", spec, expected, _store(spec))
-        if outcome.result is None:
-            error = RunError(type="WorkerLost", message=outcome.problem, cause="infrastructure")
-            return PreflightReport(passed=False, error=error)
-        return PreflightReport.model_validate_json(outcome.result)
-
-    def _call(
-        self, kind: Kind, spec: RunSpec, expected: dict[str, int] | None, store: FsspecStore
-    ) -> Attempted:
-        """Submit attempts until the accepted one leaves its result in the store."""
-        from prefect.client.schemas.objects import FlowRun
-        from prefect.deployments import run_deployment
-
-        known = accepted_result(store, spec)  # a restarted campaign finds it here
-        if known is not None:
-            return known
-        problem = "never submitted"
-        for number in range(1, self.settings.attempts + 1):
-            # Ours, accepted before the flow run exists: it may commit from its first step.
-            # Unique per submission, so a rerun of the campaign submits afresh rather than
-            # getting back (by idempotency key) the flow runs that were lost last time.
-            attempt = f"{number}-{uuid.uuid4().hex[:12]}"
-            fence.accept(store, spec.campaign_id, spec.run_id, attempt)
-            parameters: dict[str, Any] = {
-                "spec": spec.model_dump(mode="json"),
-                "kind": kind,
-                "expected_inputs": expected,
-                "attempt": attempt,
-            }
-            flow_run = run_deployment(
-                self.settings.deployment,
-                parameters=parameters,
-                timeout=0,  # we wait ourselves: Prefect cannot see a host that vanished
-                idempotency_key=f"{spec.campaign_id}/{spec.run_id}/{attempt}",
-            )
-            assert isinstance(flow_run, FlowRun)  # sync call: no coroutine
-            problem = self._wait(flow_run.id, store, spec, attempt)
-            result = _result(store, spec, attempt)
-            if result is not None:
-                return Attempted(result, attempt, "")
-            say(f"  {spec.variant} seed {spec.seed} ({kind}): attempt {number} lost: {problem}")
-        problem = (
-            f"{self.settings.attempts} attempts on pool {self.settings.pool} lost "
-            f"(a rerun of the campaign submits it again): {problem}"
-        )
-        return Attempted(None, None, problem)
-
-    def _wait(self, flow_run_id: Any, store: FsspecStore, spec: RunSpec, attempt: str) -> str:
-        """Until the flow run is final, or its heartbeat stops; how it ended, in words."""
-        from prefect.client.orchestration import get_client
-        from prefect.states import Crashed
-
-        last_beat: str | None = None
-        changed = time.monotonic()
-        with get_client(sync_client=True) as client:
-            while True:
-                state = client.read_flow_run(flow_run_id).state
-                if state is not None and state.is_final():
-                    return f"flow run {flow_run_id} ended {state.type.value}: {state.message}"
-                now = time.monotonic()
-                beat = self._beat(store, spec, attempt)
-                if state is None or not state.is_running() or beat != last_beat:
-                    last_beat, changed = beat, now  # queued or alive: keep waiting
-                elif now - changed > self.settings.heartbeat_timeout_s:
-                    host = json.loads(last_beat).get("host") if last_beat else "its host"
-                    message = (
-                        f"no heartbeat from {host} for {self.settings.heartbeat_timeout_s:.0f} s;"
-                        " the host is presumed lost"
-                    )
-                    client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
-                    return f"flow run {flow_run_id}: {message}"
-                time.sleep(self.settings.poll_s)
-
-    @staticmethod
-    def _beat(store: FsspecStore, spec: RunSpec, attempt: str) -> str | None:
-        try:
-            beat = json.loads(store.get(f"{_prefix(spec, attempt)}/{HEARTBEAT}"))
-        except (StoreError, ValueError):
-            return None
-        return json.dumps(beat, sort_keys=True)
-
-
-_POOLS: dict[str, RemoteRunner] = {}
-_LOCK = threading.Lock()
-
-
-@contextmanager
-def open_pool(key: str, settings: PoolSettings | None) -> Iterator[RemoteRunner | None]:
-    """Route the runs of campaign `key` to the pool for the block (nothing when None)."""
-    if settings is None:
-        yield None
-        return
-    runner = RemoteRunner(settings)
-    with _LOCK:
-        _POOLS[key] = runner
-    try:
-        yield runner
-    finally:
-        with _LOCK:
-            _POOLS.pop(key, None)
-
-
-def pool_for(key: str) -> RemoteRunner | None:
-    """The pool the runs of campaign `key` go to, or None when they run on local slots."""
-    with _LOCK:
-        return _POOLS.get(key)

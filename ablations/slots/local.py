@@ -1,7 +1,7 @@
-"""The live slots of a running campaign: one worker per slot, leased by run tasks.
+"""The local executor: the campaign's runs on this machine's slots, one worker per slot.
 
-Prefect tasks receive only ids and paths, so the workers (which hold processes) live here,
-keyed by the campaign's output folder, for the lifetime of the flow run.
+The flow (or `ablate run`, before Prefect's server is up) opens it once and passes it to the
+steps; it holds the worker processes for the campaign's lifetime.
 """
 
 from __future__ import annotations
@@ -9,101 +9,119 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from pathlib import Path
 
-from ablations.errors import InfrastructureError
-from ablations.slots.devices import SlotPool, SlotSpec
+from ablations.campaign.executor import Executor
+from ablations.campaign.folder import CampaignFolder
+from ablations.plan.model import Plan
+from ablations.preflight.across import preflight_across
+from ablations.probe.sweep import peak_for_slots
+from ablations.records import PreflightReport, RunRecord, RunSpec
+from ablations.slots.devices import SlotPool, SlotSpec, plan_slots
 from ablations.slots.worker import SlotWorker, Warmup
 
 
-@dataclass
-class _Runtime:
-    pool: SlotPool[SlotWorker]
-    spare: SlotWorker | None
-    """With a single slot and the restart check to run: the check's other process."""
+def local_slots_for(plan: Plan, plan_path: Path | None, devices: str | None) -> list[SlotSpec]:
+    """This machine's slots for the plan (`--devices` over `resources.devices`), packed by
+    the plan's probe result when `slots_per_device` is `auto`. Bad `--devices`: `InputError`."""
+    peak = peak_for_slots(plan, plan_path)
+    return plan_slots(plan.resources, devices, peak, plan.probe.margin)
 
 
-_RUNTIMES: dict[str, _Runtime] = {}
-_LOCK = threading.Lock()
+def warmup_for(plan: Plan, out_dir: Path) -> Warmup:
+    """What the slots prepare at start: the workload's module, and (with one slot) a spare
+    for the restart check when this folder's preflight is still to run and reloads from a
+    store another process can see."""
+    check = plan.stop_rules.restart.enabled and not plan.checkpoint.store.startswith("memory://")
+    known = CampaignFolder(out_dir).preflight()
+    return Warmup(
+        workload_entry=plan.workload.entry,
+        restart_check=check and not (known is not None and known.passed),
+        results=True,
+    )
 
 
-@contextmanager
-def open_slots(
-    key: str, slots: list[SlotSpec], warmup: Warmup | None = None
-) -> Iterator[SlotPool[SlotWorker]]:
-    """Start a worker per slot now, and stop them all at the end.
+class LocalSlots:
+    """A started worker per slot; runs lease one, the results step uses the first."""
 
-    Workers start at once (not at their first run) so their imports overlap whatever the
-    campaign does meanwhile. Opened again for the same key (the CLI opens the slots before
-    Prefect's server is up; the flow opens them too), the open pool is reused and the outer
-    opener closes it. With `warmup.restart_check` and a single slot, a spare worker starts
-    too: the restart check's continuation needs a process that did not save.
-    """
-    with _LOCK:
-        existing = _RUNTIMES.get(key)
-    if existing is not None:
-        yield existing.pool
-        return
-    warmup = warmup or Warmup()
-    others = replace(warmup, results=False)  # the first slot writes the results
-    pool = SlotPool([SlotWorker(s, warmup if i == 0 else others) for i, s in enumerate(slots)])
-    spare = SlotWorker(slots[0], others) if warmup.restart_check and len(slots) == 1 else None
-    workers = [*pool.slots, *([spare] if spare else [])]
-    for worker in workers:
-        worker.start()
-    with _LOCK:
-        _RUNTIMES[key] = _Runtime(pool, spare)
-    finished = False
-    try:
-        yield pool
-        finished = True
-    finally:
-        with _LOCK:
-            runtime = _RUNTIMES.pop(key, None)
-        workers = [*pool.slots, *([runtime.spare] if runtime and runtime.spare else [])]
-        for worker in workers:  # all at once: each exit then overlaps the others'
+    def __init__(self, slots: list[SlotSpec], warmup: Warmup | None = None) -> None:
+        """Start a worker per slot now: their imports overlap whatever the campaign does
+        meanwhile. With `warmup.restart_check` and a single slot, a spare worker starts too:
+        the restart check's continuation needs a process that did not save."""
+        warmup = warmup or Warmup()
+        others = replace(warmup, results=False)  # the first slot writes the results
+        workers = [SlotWorker(s, warmup if i == 0 else others) for i, s in enumerate(slots)]
+        self.pool = SlotPool(workers)
+        self._spare = (
+            SlotWorker(slots[0], others) if warmup.restart_check and len(slots) == 1 else None
+        )
+        self._lock = threading.Lock()
+        for worker in self._workers():
+            worker.start()
+
+    @classmethod
+    @contextmanager
+    def open(cls, slots: list[SlotSpec], warmup: Warmup | None = None) -> Iterator[LocalSlots]:
+        """The started slots for the block; every worker stops at its end."""
+        executor = cls(slots, warmup)
+        finished = False
+        try:
+            yield executor
+            finished = True
+        finally:
+            executor.close(wait=finished)
+
+    @property
+    def slots(self) -> list[SlotSpec]:
+        return [worker.slot for worker in self.pool.slots]
+
+    def run(self, spec: RunSpec) -> RunRecord:
+        with self.pool.lease() as worker:
+            return worker.run(spec)
+
+    def preflight(self, spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
+        with self.pool.lease() as worker:
+            return preflight_across(worker, self.other_process, spec, expected_inputs)
+
+    def write_results(self, out_dir: Path) -> Path:
+        """In the first slot's worker, which imported the results' libraries while it waited
+        (the campaign process never loads them). Not leased: every run has returned its slot."""
+        return self.pool.slots[0].write_outputs(out_dir)
+
+    def workload_problem(self) -> str | None:
+        """Why the plan's workload cannot be imported, as the first worker found at start."""
+        return self.pool.slots[0].workload_problem()
+
+    @contextmanager
+    def other_process(self) -> Iterator[SlotWorker]:
+        """A worker other than the one leased for the preflight, for the restart check's
+        continuation: a second slot (idle before the pilot), else the spare (once), else a
+        new one."""
+        if len(self.pool.slots) > 1:
+            with self.pool.lease() as worker:
+                yield worker
+            return
+        with self._lock:
+            spare, self._spare = self._spare, None
+        worker = spare or SlotWorker(self.pool.slots[0].slot)
+        try:
+            yield worker
+        finally:
+            worker.close()
+
+    def _workers(self) -> list[SlotWorker]:
+        return [*self.pool.slots, *([self._spare] if self._spare else [])]
+
+    def close(self, *, wait: bool = True) -> None:
+        """Stop every worker: all asked at once, so each exit overlaps the others'."""
+        with self._lock:
+            workers, self._spare = self._workers(), None
+        for worker in workers:
             worker.ask_to_finish()
         for worker in workers:
-            worker.close(wait=finished)
+            worker.close(wait=wait)
 
 
-def _runtime(key: str) -> _Runtime:
-    with _LOCK:
-        runtime = _RUNTIMES.get(key)
-    if runtime is None:
-        raise InfrastructureError(f"no slots are open for campaign folder {key}")
-    return runtime
-
-
-def slots_for(key: str) -> SlotPool[SlotWorker]:
-    """The slot pool of the running campaign `key`."""
-    return _runtime(key).pool
-
-
-def results_writer(key: str) -> SlotWorker | None:
-    """The worker that writes the results (the first slot's), or None without local slots.
-
-    Not leased: the results step comes after every run has returned its slot."""
-    with _LOCK:
-        runtime = _RUNTIMES.get(key)
-    return runtime.pool.slots[0] if runtime is not None and runtime.pool.slots else None
-
-
-@contextmanager
-def other_process(key: str) -> Iterator[SlotWorker]:
-    """A worker other than the one leased for the preflight, for the restart check's
-    continuation: a second slot (idle before the pilot), else the spare, else a new one.
-
-    The spare serves this once and is closed after it."""
-    runtime = _runtime(key)
-    if len(runtime.pool.slots) > 1:
-        with runtime.pool.lease() as worker:
-            yield worker
-        return
-    with _LOCK:
-        spare, runtime.spare = runtime.spare, None
-    worker = spare or SlotWorker(runtime.pool.slots[0].slot)
-    try:
-        yield worker
-    finally:
-        worker.close()
+def _conforms(executor: LocalSlots) -> Executor:  # the typed conformance check: mypy fails here
+    return executor

@@ -35,7 +35,9 @@ def _hanging_put(self: FsspecStore, key: str, data: bytes) -> None:
     step, _, marker = os.environ.get(SLOW_UPLOAD, "").partition(":")
     if marker and key.endswith(f"step-{int(step):08d}/state.pt") and _claim(Path(marker)):
         self.fs.pipe_file(self._path(key), data[: len(data) // 2])  # half an object
-        Path(f"{marker}.key").write_text(key)
+        written = Path(f"{marker}.key.part")  # renamed whole: the test reads it once it exists
+        written.write_text(key)
+        written.rename(f"{marker}.key")
         time.sleep(120)  # the kill arrives here
     _put(self, key, data)
 

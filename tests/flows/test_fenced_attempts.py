@@ -20,7 +20,8 @@ import torch
 
 from ablations.checkpoint import fence, open_store
 from ablations.records import RunRecord, RunSpec
-from ablations.slots.attempts import PoolSettings, RemoteRunner, accepted_result, run_on_host
+from ablations.slots.attempts import accepted_result, run_on_host
+from flows.pool import PoolExecutor, PoolSettings
 from tests.faults.workloads import PAUSE
 from tests.flows.conftest import plan_text
 
@@ -29,8 +30,7 @@ PAUSED_AT = 25  # after the commit of step 20, before the one of step 30
 
 def _registered_spec(tmp_path: Path, tiny_plan: dict[str, Any]) -> RunSpec:
     from ablations.campaign.specs import spec_for
-    from ablations.campaign.state import register, registered_plan
-    from ablations.campaign.steps import phase_runs, registration_of
+    from ablations.campaign.state import phase_runs, register, registered_plan, registration_of
 
     tiny_plan["workload"].update(steps=60, entry="tests.faults.workloads:FaultDigits")
     tiny_plan["checkpoint"] = {"store": f"file://{tmp_path / 'store'}", "interval": {"steps": 10}}
@@ -135,7 +135,7 @@ def test_a_late_attempt_declared_lost_commits_nothing_and_the_accepted_one_is_cl
     # The campaign's side reads the accepted attempt only, into the output folder.
     known = accepted_result(store, spec)
     assert known is not None and known.attempt == "2-accepted"
-    brought = RemoteRunner(PoolSettings("gpus")).run(spec)  # finds it: submits nothing
+    brought = PoolExecutor(PoolSettings("gpus"), []).run(spec)  # finds it: submits nothing
     assert brought == accepted
     assert accepted.steps_done == clean.steps_done == 60
     assert accepted.metrics == clean.metrics and accepted.evaluations == clean.evaluations
@@ -155,8 +155,7 @@ def test_a_late_attempt_declared_lost_commits_nothing_and_the_accepted_one_is_cl
             assert (out / relative).read_bytes() == (clean_out / relative).read_bytes(), name
 
     # `ablate verify` reopens the accepted attempt's checkpoint where the record names it.
-    from ablations.campaign.state import registered_plan
-    from ablations.campaign.steps import registered_runs
+    from ablations.campaign.state import registered_plan, registered_runs
     from ablations.outputs.manifest import ManifestRun
     from ablations.verify.reload import check_checkpoint
 
@@ -199,7 +198,7 @@ def test_a_run_whose_attempts_were_all_lost_fails_for_the_infrastructure_and_a_r
                 time.sleep(0.2)
 
     spec = _registered_spec(tmp_path, tiny_plan)
-    runner = RemoteRunner(PoolSettings(pool, attempts=2, poll_s=0.2))
+    runner = PoolExecutor(PoolSettings(pool, attempts=2, poll_s=0.2), [])
     crasher = threading.Thread(target=host_lost, daemon=True)
     crasher.start()
     try:

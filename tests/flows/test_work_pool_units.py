@@ -11,7 +11,8 @@ import pytest
 from ablations.cli import main
 from ablations.errors import AblationError, InputError
 from ablations.plan.sections import CheckpointSection, ResourcesSection
-from ablations.slots.attempts import PoolSettings, pool_slots, require_shared_store, run_on_host
+from ablations.slots.attempts import require_shared_store, run_on_host
+from flows.pool import PoolSettings, pool_slots
 from tests.ablations.cli.test_main import ablate
 from tests.flows.conftest import plan_text
 
@@ -80,8 +81,7 @@ def test_the_worker_side_leaves_record_outputs_and_heartbeat_in_the_store(
     tmp_path: Path, tiny_plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ablations.campaign.specs import spec_for
-    from ablations.campaign.state import register, registered_plan
-    from ablations.campaign.steps import phase_runs, registration_of
+    from ablations.campaign.state import phase_runs, register, registered_plan, registration_of
     from ablations.checkpoint import fence, open_store
 
     store = tmp_path / "store"

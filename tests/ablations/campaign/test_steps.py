@@ -10,20 +10,18 @@ import pytest
 import yaml
 
 from ablations.campaign.folder import REFRAME_DRAFT
-from ablations.campaign.state import register, registered_plan
+from ablations.campaign.state import phase_runs, register, registered_plan
 from ablations.campaign.steps import (
     execute_registered_run,
     gate_decided,
     gate_recommendation,
-    phase_runs,
     preflight_once,
     record_gate_decision,
-    slot_warmup,
     write_reframe_draft,
 )
 from ablations.plan.model import parse_plan
 from ablations.slots.devices import SlotSpec
-from ablations.slots.local import open_slots
+from ablations.slots.local import LocalSlots, warmup_for
 from tests.conftest import ROOT
 from tests.faults.workloads import LOSE_CURSOR
 from tests.flows.conftest import TINY_PLAN, plan_text
@@ -47,8 +45,8 @@ def test_a_failed_preflight_is_fixed_then_rerun_and_main_runs_resume_from_their_
 
     # 1. The workload's load_state_dict forgets its batch cursor: a defect to fix.
     monkeypatch.setenv(LOSE_CURSOR, "1")
-    with open_slots(str(out), [CPU], slot_warmup(plan, out)):
-        failed = preflight_once(out)
+    with LocalSlots.open([CPU], warmup_for(plan, out)) as executor:
+        failed = preflight_once(out, executor)
         fix = record_gate_decision(out, gate_recommendation(out, 1))
     assert not failed.passed and failed.restart is not None
     assert fix.decision == "fix" and fix.reason.startswith("restart check: ")
@@ -60,11 +58,11 @@ def test_a_failed_preflight_is_fixed_then_rerun_and_main_runs_resume_from_their_
     # pilot and asks the gate again.
     monkeypatch.delenv(LOSE_CURSOR)
     control = next(r for r in phase_runs(out, "pilot") if r.variant == "control")
-    with open_slots(str(out), [CPU], slot_warmup(plan, out)):
-        passed = preflight_once(out)
-        pilot = [execute_registered_run(out, r.run_id) for r in phase_runs(out, "pilot")]
+    with LocalSlots.open([CPU], warmup_for(plan, out)) as executor:
+        passed = preflight_once(out, executor)
+        pilot = [execute_registered_run(out, r.run_id, executor) for r in phase_runs(out, "pilot")]
         decision = record_gate_decision(out, gate_recommendation(out, 1))
-        main = execute_registered_run(out, control.continues or "")
+        main = execute_registered_run(out, control.continues or "", executor)
     assert passed.passed, passed
     assert failed.check_id and passed.check_id and failed.check_id != passed.check_id
     assert {failed.check_id[:-9], passed.check_id[:-9]} == {f"preflight-{control.run_id}"}

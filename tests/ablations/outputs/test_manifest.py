@@ -16,8 +16,8 @@ import pytest
 
 from ablations.campaign.folder import MANIFEST, CampaignFolder
 from ablations.campaign.gate import GateDecision
-from ablations.campaign.state import register
-from ablations.campaign.steps import registered_projection, registered_runs
+from ablations.campaign.state import register, registered_runs
+from ablations.campaign.steps import registered_projection
 from ablations.cli import main
 from ablations.outputs.export import write_outputs
 from ablations.outputs.manifest import Manifest, ManifestError, ManifestRun, read_manifest

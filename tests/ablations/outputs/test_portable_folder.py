@@ -86,8 +86,7 @@ def test_a_moved_folder_runs_its_runs_where_it_is_now(tmp_path: Path) -> None:
     import yaml
 
     from ablations.campaign.specs import spec_for
-    from ablations.campaign.state import register, registered_plan
-    from ablations.campaign.steps import phase_runs, registration_of
+    from ablations.campaign.state import phase_runs, register, registered_plan, registration_of
     from tests.flows.conftest import TINY_PLAN
 
     plan = {**TINY_PLAN, "checkpoint": {"store": "file://checkpoints"}}

@@ -10,7 +10,6 @@ from ablations.checkpoint import open_store
 from ablations.preflight.across import preflight_across
 from ablations.preflight.verdict import check_spec
 from ablations.slots.devices import SlotSpec
-from ablations.slots.local import open_slots, other_process
 from ablations.slots.messages import WorkloadFailed
 from ablations.slots.worker import SlotWorker, Warmup
 from tests.ablations.checkpoint.conftest import make_spec
@@ -71,18 +70,6 @@ def test_a_continuation_that_cannot_run_is_a_failed_reload(tmp_path: Path) -> No
             assert "no_such_module" in str(exc)
         else:
             raise AssertionError("a continuation that cannot build its workload must raise")
-
-
-def test_one_slot_borrows_a_spare_that_is_closed_after_the_check(tmp_path: Path) -> None:
-    key = str(tmp_path)
-    with open_slots(key, [CPU], Warmup(DIGITS, restart_check=True)) as pool:
-        slot_pid = pool.slots[0].pid
-        with other_process(key) as spare:
-            spare_pid = spare.pid
-            assert spare_pid is not None and spare_pid != slot_pid
-        assert spare.pid is None  # closed: it served its one check
-        with other_process(key) as fallback:  # none left: a new process, never the slot's
-            assert fallback is not pool.slots[0]
 
 
 def test_a_worker_reports_a_workload_that_does_not_import() -> None:

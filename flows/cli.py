@@ -1,31 +1,36 @@
-"""`ablate run` and `ablate serve`: the campaign flow from the terminal or the Prefect UI."""
+"""`ablate run` and `ablate serve`: the campaign flow from the terminal or the Prefect UI.
+
+They join `ablate` through the `ablate.commands` entry point (pyproject.toml): the command
+line in `ablations.cli` never imports Prefect.
+"""
 
 from __future__ import annotations
 
 import argparse
-import math
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REFRAME_DRAFT, REPORT, CampaignFolder
 from ablations.campaign.lock import hold_folder
 from ablations.campaign.state import existing_registration
-from ablations.campaign.steps import slot_warmup
+from ablations.cli.arguments import positive_seconds
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import PlanError, Problem
 from ablations.outputs.manifest import Manifest
 from ablations.plan.io import load_plan, workload_module_problem
 from ablations.plan.model import Plan
-from ablations.slots.devices import SlotSpec, parse_devices, plan_slots
-from ablations.slots.local import open_slots
-from ablations.slots.worker import SlotWorker
+from ablations.slots.devices import SlotSpec
+from ablations.slots.local import LocalSlots, local_slots_for, warmup_for
 
 if TYPE_CHECKING:
     from flows.local_server import TemporaryServer
+    from flows.pool import PoolExecutor
 
 
-def add_campaign_parsers(sub: Any) -> None:
+def add_parsers(sub: Any) -> None:
     """Add `run` and `serve` to the `ablate` parser."""
     p = sub.add_parser("run", help="run the campaign as a Prefect flow")
     p.add_argument("plan", type=Path)
@@ -57,43 +62,6 @@ def add_campaign_parsers(sub: Any) -> None:
     )
     p = sub.add_parser("serve", help="serve the campaign as a deployment for the Prefect UI")
     p.add_argument("--name", default="ablate", help="deployment name")
-    p = sub.add_parser("report", help="rebuild REPORT.md and its plots from an output folder")
-    p.add_argument("out_dir", type=Path)
-    p = sub.add_parser("verify", help="check every artifact of an output folder, reloading each")
-    p.add_argument("out_dir", type=Path)
-    p.add_argument(
-        "--tolerance",
-        type=finite_non_negative,
-        default=1e-6,
-        help="absolute tolerance of a re-evaluated metric (CPU-trained runs; default 1e-6)",
-    )
-    p.add_argument("--skip-store", action="store_true", help="do not open the checkpoint store")
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds above zero (`nan` and `inf` refused)."""
-    value = _number(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be above 0 seconds, got {text!r}")
-    return value
-
-
-def finite_non_negative(text: str) -> float:
-    """An argparse type: a finite number >= 0 (`nan` and `inf` refused)."""
-    value = _number(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
 
 
 @command("run")
@@ -111,85 +79,75 @@ def run_command(args: argparse.Namespace) -> int:
         raise PlanError([missing], str(args.plan))
     out_dir = (args.out or Path("runs") / plan.campaign.id).resolve()
     existing_registration(plan, out_dir)  # a conflicting folder is refused before Prefect starts
+    pool: PoolExecutor | None = None
+    slots: list[SlotSpec] = []
     if local:
-        from ablations.probe.sweep import peak_for_slots
-
-        peak = peak_for_slots(plan, args.plan)
-        slots = plan_slots(plan.resources, args.devices, peak, plan.probe.margin)
+        slots = local_slots_for(plan, args.plan, args.devices)
     else:  # the runs go to the pool's hosts: nothing about this machine's devices matters
-        from ablations.slots.attempts import (
-            PoolSettings,
-            pool_slots,
-            require_pool,
-            require_shared_store,
-        )
+        from flows.pool import PoolExecutor
 
-        require_shared_store(plan.checkpoint)
-        settings = PoolSettings(args.pool)
-        if args.devices is not None:
-            parse_devices(args.devices)  # a bad number is refused before the server is asked
-        require_pool(settings)
-        slots = pool_slots(settings, plan.resources, args.devices)
+        pool = PoolExecutor.for_plan(plan, args.pool, args.devices, args.heartbeat_timeout)
     # One writer per folder, before anything is written to it (or a server started for it).
     with hold_folder(out_dir):
         # Now, so it comes up while everything below runs (with --pool the runs' hosts need a
         # server they can reach, which a temporary one on loopback is not).
         server = start_unless_configured() if local else None
         try:
-            return _run_campaign(args, plan, out_dir, slots, server)
+            with _executor(plan, str(args.plan), out_dir, slots, pool) as executor:
+                return _run_campaign(args, plan, out_dir, executor, server)
         except BaseException:
             if server is not None:  # at once; a finished campaign stops it after Prefect's drains
                 server.stop()
             raise
 
 
+@contextmanager
+def _executor(
+    plan: Plan, source: str, out_dir: Path, slots: list[SlotSpec], pool: PoolExecutor | None
+) -> Iterator[Executor]:
+    """The pool's executor, or this machine's slots: their workers start now, so their
+    imports overlap the server's start, and the workload's import is checked in the first."""
+    if pool is not None:
+        yield pool
+        return
+    with LocalSlots.open(slots, warmup_for(plan, out_dir)) as executor:
+        problem = executor.workload_problem()
+        if problem is not None:
+            raise PlanError([Problem("workload.entry", problem, plan.workload.entry)], source)
+        yield executor
+
+
 def _run_campaign(
     args: argparse.Namespace,
     plan: Plan,
     out_dir: Path,
-    slots: list[SlotSpec],
+    executor: Executor,
     server: TemporaryServer | None,
 ) -> int:
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from flows.campaign import campaign_flow
+    from flows.environment import quiet_run_failures
     from flows.local_server import campaign_api
 
-    local = args.pool is None
-    # Local slot workers start now, so their imports overlap the server's start; the flow
-    # finds them open for this folder and reuses them.
-    warmup = slot_warmup(plan, out_dir)
-    with open_slots(str(out_dir), slots, warmup) if local else nullcontext() as pool:
-        from prefect.task_runners import ThreadPoolTaskRunner
-
-        from flows.campaign import ablation_campaign
-        from flows.environment import quiet_run_failures
-
-        quiet_run_failures(keep_lines=server is None)  # this command reports the cause
-
-        if pool is not None:
-            _require_workload_imports(pool.slots[0], plan, str(args.plan))
-        campaign = ablation_campaign.with_options(
-            task_runner=ThreadPoolTaskRunner(max_workers=len(slots))  # type: ignore[arg-type]
+    quiet_run_failures(keep_lines=server is None)  # this command reports the cause
+    campaign = campaign_flow(executor).with_options(
+        task_runner=ThreadPoolTaskRunner(max_workers=len(executor.slots))  # type: ignore[arg-type]
+    )
+    with campaign_api(server):
+        manifest_path = campaign(
+            plan_path=str(args.plan),
+            out_dir=str(out_dir),
+            gate=args.gate or "plan",  # the flow's form has no null: empty means "not given"
+            devices=args.devices or "",
+            pool=args.pool or "",
+            heartbeat_timeout_s=args.heartbeat_timeout,
         )
-        with campaign_api(server):
-            manifest_path = campaign(
-                plan_path=str(args.plan),
-                out_dir=str(out_dir),
-                gate=args.gate or "plan",  # the flow's form has no null: empty means "not given"
-                devices=args.devices or "",
-                pool=args.pool or "",
-                heartbeat_timeout_s=args.heartbeat_timeout,
-            )
     manifest = CampaignFolder(Path(manifest_path).parent).manifest()
     _print_outcome(manifest, out_dir)
     # A defect of the workload or data stopped the campaign before its pilot: not a success.
     fixing = manifest.gate is not None and manifest.gate.decision == "fix"
     return EXIT_INTERNAL if fixing else EXIT_OK
-
-
-def _require_workload_imports(worker: SlotWorker, plan: Plan, source: str) -> None:
-    """The plan's workload check, done where the workload is imported anyway: a slot worker."""
-    problem = worker.workload_problem()
-    if problem is not None:
-        raise PlanError([Problem("workload.entry", problem, plan.workload.entry)], source)
 
 
 def _print_outcome(manifest: Manifest, out_dir: Path) -> None:
@@ -222,18 +180,3 @@ def serve_command(args: argparse.Namespace) -> int:
 
     serve_campaign(args.name)
     return EXIT_OK
-
-
-@command("report")
-def report_cli(args: argparse.Namespace) -> int:
-    from ablations.report.from_folder import rebuild_report
-
-    print(rebuild_report(args.out_dir))
-    return EXIT_OK
-
-
-@command("verify")
-def verify_cli(args: argparse.Namespace) -> int:
-    from ablations.verify.folder import verify_command
-
-    return verify_command(args)

@@ -9,6 +9,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from ablations.cli.registry import (
@@ -184,12 +185,16 @@ def build_parser() -> argparse.ArgumentParser:
     from ablations.cli.budget import add_budget_parser  # registers `budget` on import
 
     add_budget_parser(sub)
-    from ablations.cli.campaign import add_campaign_parsers  # registers run, serve, report
+    from ablations.cli.folder import add_folder_parsers  # registers `report`, `verify`
 
-    add_campaign_parsers(sub)
+    add_folder_parsers(sub)
     from ablations.cli.probe import add_probe_parser  # registers `probe`
 
     add_probe_parser(sub)
+    # `run` and `serve` run the Prefect flow: they live in `flows` and join here through the
+    # package's entry points, so this command line never imports Prefect or `flows`.
+    for extension in entry_points(group="ablate.commands"):
+        extension.load()(sub)
     return parser
 
 
