@@ -14,6 +14,7 @@ from tests.conftest import ROOT
 
 PACKAGES = ("ablations", "tasks", "flows")
 
+
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)

@@ -25,6 +25,7 @@ def own_prefect_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
 
 
+@pytest.mark.slow
 def test_the_server_answers_prefect_uses_it_and_it_stops() -> None:
     server = TemporaryServer()
     try:
@@ -55,6 +56,7 @@ def test_a_server_that_dies_is_an_error_naming_its_exit() -> None:
     server.stop()
 
 
+@pytest.mark.slow
 def test_a_server_whose_app_fails_to_start_is_reported_not_relaunched(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

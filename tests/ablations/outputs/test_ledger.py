@@ -146,6 +146,7 @@ def _record_in_process(out_dir: str, runs: list[tuple[str, str]]) -> None:
         )
 
 
+@pytest.mark.slow
 def test_processes_writing_at_once_keep_one_trial_per_run(
     tmp_path: Path, campaign: Synthetic
 ) -> None:
@@ -224,6 +225,7 @@ def test_relative_url_resolves_from_the_output_folder(tmp_path: Path) -> None:
     assert resolve_ledger_url("postgresql://h/db", tmp_path) == "postgresql://h/db"
 
 
+@pytest.mark.slow
 def test_recording_many_runs_at_once_matches_one_by_one(
     tmp_path: Path, campaign: Synthetic
 ) -> None:

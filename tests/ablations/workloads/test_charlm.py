@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import pytest
 import torch
 
 from ablations.checkpoint.state import capture, restore
@@ -24,6 +25,7 @@ def build(params: dict[str, Any], steps: int, seed: int = 0) -> CharLMWorkload:
     return CharLMWorkload.build(params, seed=seed, device=CPU, steps=steps)
 
 
+@pytest.mark.slow
 def test_loss_falls_over_200_steps() -> None:
     workload = build(TINY, 200)
     before = workload.evaluate().metrics
@@ -34,6 +36,7 @@ def test_loss_falls_over_200_steps() -> None:
     assert abs(after["bits_per_byte"] * 0.6931471805599453 - after["val_loss"]) < 1e-9
 
 
+@pytest.mark.slow
 def test_resume_mid_epoch_is_bitwise() -> None:
     # ~270 kB / 32-byte windows / batch 128: an epoch is ~65 steps; save at 50, cross it after.
     params = {**TINY, "n_embd": 16, "batch_size": 128, "dropout": 0.1}
