@@ -141,7 +141,7 @@ class CampaignFolder:
     def plan(self) -> Plan:
         """The registered plan (parsed once per process: every run task asks)."""
         path = self.root / PLAN
-        return _parsed_plan(self.plan_text(), str(path))
+        return parsed_plan(self.plan_text(), str(path))
 
     def write_registration(self, registration: Registration) -> None:
         atomic_write_text(self.root / REGISTRATION, registration.model_dump_json(indent=2))
@@ -222,7 +222,8 @@ class CampaignFolder:
 
 
 @functools.lru_cache(maxsize=8)
-def _parsed_plan(text: str, source: str) -> Plan:
+def parsed_plan(text: str, source: str) -> Plan:
+    """A registered plan's text parsed, once per process and text."""
     from ablations.plan.io import parse_yaml
     from ablations.plan.model import parse_plan
 

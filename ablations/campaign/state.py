@@ -8,17 +8,20 @@ completion record per finished run, the preflight report and the gate decision.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from pathlib import Path
 
 from ablations.campaign.folder import (
     LOCK,
+    PLAN,
     REGISTRATION,
     WRITTEN_FOLDERS,
     CampaignFolder,
     Registration,
     atomic_write_text,
+    parsed_plan,
 )
 from ablations.errors import CampaignConflictError, InfrastructureError, InputError
 from ablations.outputs.manifest import NotACampaignFolder, read_manifest
@@ -167,8 +170,16 @@ def registration_of(out_dir: Path) -> Registration:
 
 
 def registered_runs(out_dir: Path) -> list[PlannedRun]:
-    """Every run the registered plan defines."""
-    return planned_runs(registered_plan(out_dir), registration_of(out_dir).plan_hash)
+    """Every run the registered plan defines (built once per process and plan: every run
+    task asks, and a plan of many factors has many runs of many parameters)."""
+    digest = registration_of(out_dir).plan_hash
+    folder = CampaignFolder(out_dir)
+    return list(_planned_runs(folder.plan_text(), str(folder.root / PLAN), digest))
+
+
+@functools.lru_cache(maxsize=8)
+def _planned_runs(plan_text: str, source: str, digest: str) -> tuple[PlannedRun, ...]:
+    return tuple(planned_runs(parsed_plan(plan_text, source), digest))
 
 
 def phase_runs(out_dir: Path, phase: str) -> list[PlannedRun]:
