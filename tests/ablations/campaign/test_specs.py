@@ -90,3 +90,22 @@ def test_a_main_run_resumes_where_its_pilot_ended_and_one_without_a_pilot_starts
         assert spec.steps == 60 and spec.until is None and spec.checkpoint_id is None
         assert spec.resume_step == (plan.pilot_steps if run in with_pilot else 0)
     assert {specs[r.run_id].variant for r in without} >= {"keep_pixels=32"}
+
+
+def test_the_main_run_resumes_from_the_checkpoint_its_pilots_spec_committed(
+    registered: tuple[Plan, list[PlannedRun], dict[str, RunSpec], Path],
+) -> None:
+    from ablations.slots.jobs import run_spec
+
+    plan, runs, specs, out = registered
+    pilot = next(r for r in runs if r.phase == "pilot" and r.variant == "control")
+    assert pilot.continues is not None
+    pilot_record = run_spec(specs[pilot.run_id])
+    assert pilot_record.error is None and pilot_record.steps_done == plan.pilot_steps
+    assert pilot_record.checkpoint.uri is not None
+    assert pilot_record.checkpoint.uri.startswith(f"file://{out}/ckpt/tiny/{pilot.continues}/")
+
+    main = run_spec(specs[pilot.continues])
+    assert main.error is None and main.steps_done == plan.workload.steps
+    assert main.checkpoint.resumed_from_step == plan.pilot_steps
+    assert main.steps_trained == plan.workload.steps - plan.pilot_steps
