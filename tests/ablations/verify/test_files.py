@@ -76,7 +76,7 @@ def test_a_path_not_inside_the_folder_is_refused_before_it_is_opened(
 
 
 def test_a_malformed_entry_is_a_manifest_problem(tmp_path: Path) -> None:
-    entry = {"kind": "model", "sha256": "0"}  # no path
+    entry: dict[str, object] = {"kind": "model", "sha256": "0"}  # no path
     [line] = _lines(tmp_path, entry)
     assert line.startswith("manifest.json: run r1: malformed file entry {'kind': 'model'")
 
