@@ -1,0 +1,167 @@
+"""`flows.pool` without a Prefect server: the deployment's name, the pool's slot placeholders,
+results an accepted attempt already left in the store, and `write_results` on a finished folder.
+
+tests/flows/test_work_pool_units.py covers the slot counts, bad `--devices` and the worker's
+side; tests/flows/test_work_pool.py submits to a real pool. Every executor here has
+`attempts=0`, so none can submit a flow run: what it returns comes from the store alone.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ablations.campaign.folder import MANIFEST, RELOAD, REPORT, RUNS_CSV, CampaignFolder
+from ablations.campaign.specs import spec_for
+from ablations.campaign.state import (
+    phase_runs,
+    register,
+    registered_plan,
+    registered_runs,
+    registration_of,
+)
+from ablations.checkpoint import fence
+from ablations.outputs.manifest import read_manifest
+from ablations.plan.sections import ResourcesSection
+from ablations.records import PreflightReport, RunRecord, RunSpec, Timings
+from ablations.slots.attempts import OUTPUTS, RESULT, attempt_prefix, attempt_store
+from flows.pool import PoolExecutor, PoolSettings, pool_slots
+from tests.flows.conftest import plan_text
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_deployment_is_the_one_prefect_yaml_declares() -> None:
+    from flows.variant import variant_run
+
+    config = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+    [deployment] = config["deployments"]
+    assert deployment["entrypoint"] == f"flows.variant:{variant_run.fn.__name__}"
+    settings = PoolSettings(deployment["work_pool"]["name"])
+    assert settings.deployment == f"{variant_run.name}/{deployment['name']}"
+    assert PoolSettings("other").deployment == f"{variant_run.name}/other"
+
+
+@pytest.mark.parametrize(
+    ("devices", "override"), [(["cuda:0", "cuda:7"], None), (1, "cuda:3,cuda:5"), ("auto", "2")]
+)
+def test_pool_slots_are_placeholders_never_devices_of_this_machine(
+    devices: Any, override: str | None
+) -> None:
+    slots = pool_slots(PoolSettings("gpus"), ResourcesSection(devices=devices), override)
+    assert len(slots) == 2
+    assert {(s.device, s.cpu_threads) for s in slots} == {("pool", 1)}
+    executor = PoolExecutor(PoolSettings("gpus"), slots)
+    assert executor.slots == slots
+
+
+def _spec(tmp_path: Path, tiny_plan: dict[str, Any], phase: str = "pilot") -> RunSpec:
+    tiny_plan["checkpoint"]["store"] = f"file://{tmp_path / 'store'}"  # one hosts can share
+    registration = register(plan_text(tiny_plan), tmp_path / "out")
+    folder = Path(registration.out_dir)
+    run = phase_runs(folder, phase)[0]
+    return spec_for(registered_plan(folder), registration_of(folder), run)
+
+
+def _offline() -> PoolExecutor:
+    return PoolExecutor(PoolSettings("gpus", attempts=0, poll_s=0.01), [])
+
+
+def _leave(spec: RunSpec, attempt: str, result: str, files: dict[str, bytes]) -> None:
+    """What a host leaves in the store for one attempt: its outputs, then its result."""
+    store = attempt_store(spec)
+    prefix = attempt_prefix(spec, attempt)
+    for relative, data in files.items():
+        store.put(f"{prefix}/{OUTPUTS}/{relative}", data)
+    store.put(f"{prefix}/{RESULT}", result.encode())
+
+
+def _record(spec: RunSpec, artifacts: dict[str, str]) -> RunRecord:
+    return RunRecord(
+        run_id=spec.run_id, variant=spec.variant, seed=spec.seed, category=spec.category,
+        phase=spec.phase, status="accepted", steps_done=20, metrics={"accuracy": 0.75},
+        artifacts=artifacts,
+    )  # fmt: skip
+
+
+def test_the_accepted_attempts_result_is_taken_and_its_files_brought_home(
+    tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    spec = _spec(tmp_path, tiny_plan)
+    assert spec.out_dir is not None
+    files = {
+        f"metrics/{spec.run_id}.steps.csv": b"step,loss\n1,2.3\n",
+        f"predictions/{spec.run_id}.csv": b"input_id,label,predicted\n0,1,1\n",
+    }
+    record = _record(spec, {"steps": f"metrics/{spec.run_id}.steps.csv",
+                            "predictions": f"predictions/{spec.run_id}.csv"})  # fmt: skip
+    _leave(spec, "1-abc", record.model_dump_json(), files)
+    fence.accept(attempt_store(spec), spec.campaign_id, spec.run_id, "1-abc")
+
+    got = _offline().run(spec)
+    assert got == record
+    out = Path(spec.out_dir)
+    for relative, data in files.items():
+        assert (out / relative).read_bytes() == data
+    assert not [p for p in out.rglob(".*.part")]  # written through a temporary, renamed
+
+
+def test_a_result_of_an_attempt_not_accepted_is_never_taken(
+    tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    spec = _spec(tmp_path, tiny_plan)
+    assert spec.out_dir is not None
+    artifacts = {"steps": f"metrics/{spec.run_id}.steps.csv"}
+    _leave(spec, "1-old", _record(spec, artifacts).model_dump_json(), {artifacts["steps"]: b"x"})
+    fence.accept(attempt_store(spec), spec.campaign_id, spec.run_id, "2-new")  # left nothing
+
+    got = _offline().run(spec)
+    assert got.status == "failed" and got.error is not None
+    assert (got.error.type, got.error.cause) == ("WorkerLost", "infrastructure")
+    assert got.error.message.startswith("0 attempts on pool gpus lost")
+    assert not (Path(spec.out_dir) / artifacts["steps"]).exists()
+
+
+def test_preflight_takes_the_accepted_report_or_fails_as_lost(
+    tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    spec = _spec(tmp_path, tiny_plan)
+    lost = _offline().preflight(spec, None)
+    assert not lost.passed and lost.error is not None
+    assert (lost.error.type, lost.error.cause) == ("WorkerLost", "infrastructure")
+
+    report = PreflightReport(passed=True, seconds=2.5)
+    _leave(spec, "1-pre", report.model_dump_json(), {})
+    fence.accept(attempt_store(spec), spec.campaign_id, spec.run_id, "1-pre")
+    assert _offline().preflight(spec, {"train": 10}) == report
+
+
+def test_write_results_exports_a_finished_folder_in_this_process(
+    tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    out = tmp_path / "out"
+    register(plan_text(tiny_plan), out)
+    folder = CampaignFolder(out)
+    runs = registered_runs(out)
+    for i, run in enumerate(runs):
+        folder.write_record(
+            RunRecord(
+                run_id=run.run_id, variant=run.variant, seed=run.seed, category=run.category,
+                phase=run.phase, status="accepted", steps_done=run.steps,
+                metrics={"accuracy": 0.8 + i / 100, "loss": 0.5},
+                timings=Timings(load=0.5, train=1.5), started_at=1000.0 + i, ended_at=1001.0 + i,
+            )
+        )  # fmt: skip
+    path = _offline().write_results(out)
+    assert path == out / MANIFEST
+    manifest = read_manifest(out)
+    assert [r.run_id for r in manifest.runs] == [r.run_id for r in runs]
+    assert {r.status for r in manifest.runs} == {"accepted"}
+    listed = {e.path for e in manifest.files or []}
+    assert {RUNS_CSV, REPORT, RELOAD} <= listed
+    assert all((out / name).stat().st_size > 0 for name in listed)
+    assert json.loads(path.read_text())["campaign_id"] == tiny_plan["campaign"]["id"]
