@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ablations.checkpoint.commit import COMMIT
 from ablations.records import RunRecord, RunSpec
 from ablations.slots.jobs import run_spec
@@ -44,6 +46,7 @@ def _spec(tmp_path: Path, name: str) -> RunSpec:
     )
 
 
+@pytest.mark.slow  # fault injection: a worker process killed mid-run
 def test_killed_run_resumes_in_a_new_process_bitwise_equal(tmp_path: Path) -> None:
     reference = run_spec(_spec(tmp_path, "reference"))
     assert reference.status == "accepted" and reference.checkpoint.saves == 4

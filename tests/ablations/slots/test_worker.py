@@ -34,6 +34,7 @@ def _spec(run_id: str, workload: str) -> RunSpec:
     )
 
 
+@pytest.mark.slow  # fault injection: a worker process killed mid-run
 def test_a_crashed_worker_fails_its_run_and_is_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -68,6 +69,7 @@ def test_the_results_step_runs_in_the_worker_and_reports_its_failure(tmp_path: P
     assert not (tmp_path / "manifest.json").exists()
 
 
+@pytest.mark.slow  # fault injection: a worker process killed mid-run
 def test_a_worker_lost_mid_run_is_retried_once_from_its_last_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
