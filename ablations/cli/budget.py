@@ -11,41 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from ablations.budget import BudgetError, Catalog, assess_hours, assess_plan, budget_markdown
+from ablations.cli.arguments import finite_non_negative, non_negative_int, positive_int
 from ablations.cli.registry import EXIT_OK, command
 from ablations.plan.io import load_plan
 from ablations.plan.sections import PackageSection
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1, got 0")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
 
 
 def add_budget_parser(sub: Any) -> None:
@@ -69,19 +42,19 @@ def add_budget_parser(sub: Any) -> None:
     p.add_argument("--gpu", help='card name, e.g. "RTX 4090" (figures mode)')
     p.add_argument(
         "--hours",
-        type=_non_negative_float,
+        type=finite_non_negative,
         help="busy wall hours the window must hold, already spread over the cards",
     )
-    p.add_argument("--days", type=_positive_int, default=3, help="rental window in days (3)")
-    p.add_argument("--lots", type=_positive_int, default=1, help="lots rented (1)")
+    p.add_argument("--days", type=positive_int, default=3, help="rental window in days (3)")
+    p.add_argument("--lots", type=positive_int, default=1, help="lots rented (1)")
     p.add_argument(
-        "--price", type=_non_negative_float, metavar="USD", help="price of one lot, if known"
+        "--price", type=finite_non_negative, metavar="USD", help="price of one lot, if known"
     )
     p.add_argument(
-        "--prep-hours", type=_non_negative_float, default=0.0, help="human preparation time"
+        "--prep-hours", type=finite_non_negative, default=0.0, help="human preparation time"
     )
     p.add_argument(
-        "--accepted", type=_non_negative_int, metavar="K", help="accepted results, for cost/K"
+        "--accepted", type=non_negative_int, metavar="K", help="accepted results, for cost/K"
     )
     p.add_argument(
         "--probe",

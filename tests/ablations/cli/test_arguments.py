@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ablations.cli.ablate import build_parser
-from ablations.cli.arguments import finite_non_negative, positive_seconds
+from ablations.cli.arguments import (
+    finite_non_negative,
+    non_negative_int,
+    positive_int,
+    positive_seconds,
+)
 
 NOT_FINITE = ["nan", "NaN", "inf", "-inf", "Infinity", "1e999"]
 NOT_NUMBERS = ["", "abc", "1s", "5 seconds", "0x10", "--"]
@@ -45,7 +51,10 @@ def test_zero_is_a_tolerance_but_not_a_duration() -> None:
         for t in NOT_NUMBERS
     ]
     + [(positive_seconds, t, "must be above 0 seconds, got") for t in ("-1", "-0.5", "-1e-9")]
-    + [(finite_non_negative, t, "must be >= 0, got") for t in ("-1", "-0.5", "-1e-9")],
+    + [
+        (finite_non_negative, t, "must be a finite number >= 0, got")
+        for t in ("-1", "-0.5", "-1e-9")
+    ],
 )
 def test_a_bad_value_is_refused_naming_it(
     kind: Callable[[str], float], text: str, why: str
@@ -82,3 +91,15 @@ def test_ablate_run_refuses_a_bad_heartbeat_timeout_before_reading_the_plan(
     assert "argument --heartbeat-timeout: " in err and repr(value) in err
     assert "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_whole_numbers_are_read_and_bad_ones_named() -> None:
+    assert non_negative_int("0") == 0 and positive_int("3") == 3
+    for kind, text, why in [
+        (non_negative_int, "1.5", "expected a whole number, got '1.5'"),
+        (non_negative_int, "-1", "must be 0 or more, got -1"),
+        (positive_int, "0", "must be at least 1, got 0"),
+        (positive_int, "two", "expected a whole number, got 'two'"),
+    ]:
+        with pytest.raises(argparse.ArgumentTypeError, match=re.escape(why)):
+            kind(text)
