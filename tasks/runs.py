@@ -1,4 +1,5 @@
-"""One run on a leased slot. Its task state is named after its status, the reason as message."""
+"""One run on the campaign's executor. Its task state is named after its status, the reason as
+message."""
 
 from __future__ import annotations
 
