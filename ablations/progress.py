@@ -11,6 +11,7 @@ import logging
 import sys
 import time
 
+from ablations.analysis.looks import LookRecord
 from ablations.records import RunRecord
 
 _START = time.monotonic()
@@ -70,3 +71,50 @@ def record_rows(records: list[RunRecord], metric: str) -> list[dict[str, object]
         }
         for r in records
     ]
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "no interval" if low is None or high is None else f"[{low:+.4g}, {high:+.4g}]"
+
+
+def look_lines(record: LookRecord, metric: str) -> list[str]:
+    """One progress line per variant judged at a look: its verdict or what comes next."""
+    head = f"look {record.look + 1}/{record.looks} ({record.seeds} seeds, alpha spent "
+    head += f"{record.alpha_spent:.3g})"
+    ended = set(record.budget_ended)
+    lines = []
+    for j in record.judgements:
+        diff = "" if j.mean_diff is None else f" {metric} {j.mean_diff:+.4g}"
+        shown = f"{head}: {j.variant}{diff} {_interval(j.ci_low, j.ci_high)} over {j.n_pairs}"
+        shown += " pairs: "
+        if j.variant in ended:
+            shown += "inconclusive, ended by the budget"
+        elif j.decided:
+            shown += j.verdict + (" (cannot be decided by the last look)" if j.futile else "")
+        else:
+            shown += "open, continues"
+        if j.seeds_needed and (j.futile or j.variant in ended or j.look + 1 == record.looks):
+            shown += f"; would need about {j.seeds_needed} seeds"
+        lines.append(shown)
+    return lines
+
+
+def look_markdown(record: LookRecord) -> str:
+    """A look as a Prefect markdown artifact: one row per variant judged."""
+    rows = [
+        "| Variant | Pairs | Mean diff | Adjusted interval | Verdict | Decided | Seeds needed |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for j in record.judgements:
+        diff = "-" if j.mean_diff is None else f"{j.mean_diff:+.4g}"
+        decided = "budget" if j.variant in record.budget_ended else ("yes" if j.decided else "no")
+        rows.append(
+            f"| {j.variant} | {j.n_pairs} | {diff} | {_interval(j.ci_low, j.ci_high)} | "
+            f"{j.verdict} | {decided} | {j.seeds_needed or '-'} |"
+        )
+    head = (
+        f"### Look {record.look + 1} of {record.looks}: {record.seeds} seeds per variant\n\n"
+        f"Alpha spent so far {record.alpha_spent:.3g} of {record.alpha:g}; each interval at "
+        f"level {record.level:.3g}.\n\n"
+    )
+    return head + "\n".join(rows)

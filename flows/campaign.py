@@ -34,7 +34,7 @@ from ablations.campaign.steps import gate_decided
 from ablations.plan.io import read_plan_text
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
-from ablations.progress import outcome, record_rows, say
+from ablations.progress import look_lines, look_markdown, outcome, record_rows, say
 from ablations.records import RunRecord
 from ablations.slots.local import LocalSlots, local_slots_for, warmup_for
 from flows.gate_ui import ask_in_ui, decision_markdown
@@ -42,6 +42,7 @@ from flows.pool import PoolExecutor
 from flows.run_log import run_logger
 from flows.run_names import campaign_run_name
 from tasks.gate import recommend_gate, record_gate
+from tasks.looks import judge_look, runs_for_look
 from tasks.preflight import run_preflight
 from tasks.register import project_campaign, register_campaign
 from tasks.results import write_results
@@ -78,6 +79,35 @@ def _run_phase(
         )
         if progress_id is not None:
             update_progress_artifact(progress_id, 100 * done[0] / total)  # type: ignore[arg-type]
+    return records
+
+
+def _main_phase(
+    plan: Plan,
+    folder: str,
+    executor: Executor,
+    progress: object,
+    done: list[int],
+    total: int,
+    measured: list[RunRecord],
+) -> list[RunRecord]:
+    """Look by look: run the look's seeds for the open variants, then decide each of them."""
+    records: list[RunRecord] = []
+    looks = len(plan.look_sizes)
+    for look in range(looks):
+        runs = runs_for_look(folder, look)
+        if not runs:
+            break
+        records += _run_phase(folder, executor, runs, progress, done, total, measured + records)
+        decided = judge_look(folder, look, len(executor.slots))
+        for line in look_lines(decided, plan.metric.name):
+            say(line)
+        create_markdown_artifact(key=f"look-{look + 1}", markdown=look_markdown(decided))
+        if not decided.still_open:
+            break
+    unneeded = total - done[0]
+    if unneeded > 0:
+        say(f"main: {unneeded} registered runs were not needed (their variants were decided)")
     return records
 
 
@@ -165,9 +195,13 @@ def _phases(
     )
     if decision.decision in ("continue", "trim"):
         remaining = [r for r in main if r.run_id not in set(decision.drop)]
-        say(f"main: {len(remaining)} runs ({len(decision.drop)} trimmed)")
+        looks = len(plan.look_sizes)
+        say(
+            f"main: up to {len(remaining)} runs ({len(decision.drop)} trimmed) in "
+            f"{looks} look{'s' if looks > 1 else ''} at {list(plan.look_sizes)} seeds"
+        )
         done[0] += len(decision.drop)
-        main_records = _run_phase(folder, executor, remaining, progress, done, total, pilot_records)
+        main_records = _main_phase(plan, folder, executor, progress, done, total, pilot_records)
         create_table_artifact(
             key="final-runs",
             table=record_rows(main_records, plan.metric.name),

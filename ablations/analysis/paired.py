@@ -13,13 +13,14 @@ apart with their reasons (`excluded_runs`), and pilot runs are never paired.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 from scipy import special
 
+from ablations.analysis.sequential import Judgement, fixed_design, judge_look
 from ablations.analysis.verdicts import interval_verdict, runs_verdict, trimmed_note
 from ablations.plan.sections import Category, MetricSection, Verdict
 from ablations.records import RunRecord, RunStatus
@@ -62,6 +63,17 @@ class Effect(BaseModel):
     """Run ids the verdict rests on: the paired variant runs, or the runs that failed."""
     control_runs: list[str] = []
     """Run ids of the control runs paired with `runs` (interval verdicts only)."""
+    look: int | None = None
+    """The look (0-based) that decided it, or its last look; None without looks."""
+    level: float | None = None
+    """The nominal two-sided level of the interval shown (the look's, corrected across
+    variants and looks); None for an uncorrected 95% interval."""
+    alpha_spent: float | None = None
+    """Family-wise alpha spent up to that look."""
+    seeds_needed: int | None = None
+    """For a variant left open: about how many seeds it would need to be decided."""
+    futile: bool = False
+    """Decided because no claim was reachable by the design's last look."""
 
     @property
     def label(self) -> str:
@@ -204,11 +216,15 @@ def paired_effects(
     *,
     trimmed_source: str | None = None,
     trimmed_reason: str | None = None,
+    judgements: Mapping[str, Judgement] | None = None,
 ) -> list[Effect]:
     """One effect per variant (in order of first appearance), paired with `control` by seed.
 
     `trimmed_source` and `trimmed_reason` (the gate's `source` and `reason`) explain the
-    verdict of a variant whose main runs were all trimmed."""
+    verdict of a variant whose main runs were all trimmed. `judgements` (each variant's
+    judgement at the look that decided it) give the corrected interval and verdict on the
+    seeds that look saw; without them, every variant is judged once on all its pairs,
+    corrected across the variants (`fixed_design`)."""
     table = metric_table(records, metric.name)
     names: dict[str, Category] = {}
     for r in records:
@@ -222,8 +238,62 @@ def paired_effects(
         else:
             pairs = pd.DataFrame(columns=["control", "variant"], dtype=float)
         effect = _effect(name, category, pairs, metric)
-        effects.append(_with_runs(effect, records, control, trimmed_source, trimmed_reason))
-    return effects
+        effects.append(effect)
+    if judgements is None:
+        judgements = _judged_once(effects, table, control, metric)
+    return [
+        _with_runs(
+            _with_judgement(e, judgements.get(e.variant)),
+            records,
+            control,
+            trimmed_source,
+            trimmed_reason,
+        )
+        for e in effects
+    ]
+
+
+def _judged_once(
+    effects: Sequence[Effect], table: pd.DataFrame, control: str, metric: MetricSection
+) -> dict[str, Judgement]:
+    """Every variant judged once on all its pairs, corrected across the variants (a folder
+    without looks: written before them)."""
+    if control not in table or not effects:
+        return {}
+    diffs = {
+        e.variant: [float(d) for d in (table[e.variant] - table[control]).dropna()]
+        for e in effects
+        if e.variant in table
+    }
+    most = max((len(d) for d in diffs.values()), default=0)
+    if most == 0:
+        return {}
+    design = fixed_design(most, comparisons=len(effects))
+    return judge_look(design, 0, metric, diffs)
+
+
+def _with_judgement(effect: Effect, judgement: Judgement | None) -> Effect:
+    """The effect on the seeds its deciding look saw, with that look's corrected interval."""
+    if judgement is None:
+        return effect
+    update: dict[str, object] = {
+        "look": judgement.look,
+        "level": judgement.level,
+        "alpha_spent": judgement.alpha_spent,
+        "seeds_needed": judgement.seeds_needed,
+        "futile": judgement.futile,
+        "verdict": judgement.verdict,
+        "note": judgement.note or effect.note,
+    }
+    if judgement.n_pairs:
+        update.update(
+            n_pairs=judgement.n_pairs,
+            mean_diff=judgement.mean_diff,
+            sd=judgement.sd,
+            ci_low=judgement.ci_low,
+            ci_high=judgement.ci_high,
+        )
+    return effect.model_copy(update=update)
 
 
 def _with_runs(

@@ -16,8 +16,9 @@ this order:
    policy, a person in the UI, the policy after the UI timed out) and why. When its pilot runs
    were stopped or rejected, that is why it was trimmed: the verdict is the pilot's (as in 1,
    marked "(pilot)").
-3. From the paired 95% interval of variant - control, oriented so that a positive gain is
-   better, against the useful-effect band [-u, +u] and the plan's `metric.decision_rule`:
+3. From the paired interval of variant - control (corrected across variants and looks:
+   `ablations.analysis.sequential`), oriented so that a positive gain is better, against
+   the useful-effect band [-u, +u] and the plan's `metric.decision_rule`:
 
    | interval of the gain [lo, hi]  | superiority  | non_inferiority | equivalence  |
    |--------------------------------|--------------|-----------------|--------------|

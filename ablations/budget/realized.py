@@ -49,7 +49,7 @@ class RunDeviation(BaseModel):
     phase: str
     category: str
     status: str
-    """The record's status; `trimmed` or `pending` for a run that has none."""
+    """The record's status; `trimmed`, `unneeded` or `pending` for a run that has none."""
     planned_hours: float
     realized_hours: float | None
     deviation_hours: float | None
@@ -100,7 +100,7 @@ class PlannedVsRealized(BaseModel):
 
     @property
     def unspent_planned_hours(self) -> float:
-        """Planned busy hours of runs that never ran (trimmed or pending)."""
+        """Planned busy hours of runs that never ran (trimmed, unneeded or pending)."""
         return sum(r.planned_hours for r in self.runs if r.realized_hours is None)
 
 
@@ -109,13 +109,15 @@ def planned_vs_realized(
     records: Sequence[RunRecord],
     decisions: Sequence[str] = (),
     trimmed: Sequence[str] = (),
+    unneeded: Sequence[str] = (),
 ) -> PlannedVsRealized:
     """Build the comparison from the registered projection and the completion records.
 
-    `trimmed` names run ids dropped at the gate, so they show as trimmed, not pending.
+    `trimmed` names run ids dropped at the gate, so they show as trimmed, not pending;
+    `unneeded` the main runs no look needed (their variant was decided earlier).
     """
     by_id = {r.run_id: r for r in records}
-    dropped = set(trimmed)
+    dropped, spared = set(trimmed), set(unneeded)
     runs: list[RunDeviation] = []
     planned_parts = dict.fromkeys(PARTS, 0.0)
     realized_parts = dict.fromkeys(PARTS, 0.0)
@@ -131,7 +133,15 @@ def planned_vs_realized(
             for part in PARTS:
                 planned_parts[part] += run.parts[part] / 3600.0
                 realized_parts[part] += getattr(record.timings, part) / 3600.0
-        status = record.status if record else ("trimmed" if run.run_id in dropped else "pending")
+        status = (
+            record.status
+            if record
+            else "trimmed"
+            if run.run_id in dropped
+            else "unneeded"
+            if run.run_id in spared
+            else "pending"
+        )
         runs.append(
             RunDeviation(
                 run_id=run.run_id,

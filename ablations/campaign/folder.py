@@ -24,6 +24,7 @@ from ablations.outputs.manifest import MANIFEST, Manifest, read_manifest
 from ablations.records import PreflightReport, RunRecord
 
 if TYPE_CHECKING:
+    from ablations.analysis.looks import Looks
     from ablations.budget import Projection
     from ablations.campaign.gate import GateDecision
     from ablations.plan.model import Plan
@@ -39,6 +40,8 @@ PREFLIGHT = "preflight.json"
 """The preflight report (data check, restart check)."""
 GATE = "gate.json"
 """The gate decision (asked once, never again; a `fix` is asked again after preflight)."""
+LOOKS = "looks.json"
+"""The main phase's looks as recorded, in order (each written once, never revisited)."""
 REFRAME_DRAFT = "reframe-draft.yaml"
 """A draft plan for the revised question, when the gate reframed."""
 RUNS_CSV = "runs.csv"
@@ -77,7 +80,7 @@ WRITTEN_FOLDERS = ("", *RUN_FOLDERS)
 TOP_LEVEL = frozenset(
     {
         *(MANIFEST, PLAN, RUNS_CSV, REPORT, RELOAD, *PLOTS),
-        *(REGISTRATION, PROJECTION, PREFLIGHT, GATE, REFRAME_DRAFT),
+        *(REGISTRATION, PROJECTION, PREFLIGHT, GATE, LOOKS, REFRAME_DRAFT),
         *(LEDGER, LEDGER_LOCK, LOCK, PROBE_JSON, PROBE_MD),
         *RUN_FOLDERS,
     }
@@ -188,6 +191,16 @@ class CampaignFolder:
 
         path = self.root / GATE
         return GateDecision.model_validate_json(path.read_text()) if path.exists() else None
+
+    def write_looks(self, looks: Looks) -> None:
+        atomic_write_text(self.root / LOOKS, looks.model_dump_json(indent=2))
+
+    def looks(self) -> Looks | None:
+        """The looks recorded so far, or None before the first."""
+        from ablations.analysis.looks import Looks
+
+        path = self.root / LOOKS
+        return Looks.model_validate_json(path.read_text()) if path.exists() else None
 
     def write_projection(self, projection: Projection) -> None:
         atomic_write_text(self.root / PROJECTION, projection.model_dump_json(indent=2))

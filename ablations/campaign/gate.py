@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ablations.budget import estimate_from_records, project
+from ablations.budget.sizing import Sizing, size_main
 from ablations.plan.model import Plan
 from ablations.plan.variants import CONTROL, PlannedRun
 from ablations.records import PreflightReport, RunRecord
@@ -44,6 +45,9 @@ class GateDecision(BaseModel):
     """Projected hours, window, margin... as used for the decision."""
     decided_at: float | None = None
     """Epoch seconds when the decision was recorded (the end of the gate's wait)."""
+    sizing: Sizing | None = None
+    """Seeds each variant needs and the main phase's expected and worst-case time, from the
+    pilot's spread (or the plan's expected_sd), as the policy used them."""
 
 
 def preflight_defect(preflight: PreflightReport) -> str:
@@ -151,43 +155,62 @@ def auto_decision(
     available = max(
         0.0, window * (1 - plan.gate.budget_margin) - elapsed_hours - plan.budget.prep_hours
     )
-    projection = project(plan, kept, estimate, slots)
+
+    def sized(runs: list[PlannedRun]) -> Sizing:
+        return size_main(plan, runs, estimate, slots, available_hours=available, pilot=pilot)
+
+    # The fit is judged on the expected case: the looks stop seeds where the answer is clear.
+    sizing = sized(kept)
     numbers: dict[str, float | str] = {
         "window_hours": round(window, 4),
         "available_hours": round(available, 4),
-        "projected_hours": round(projection.wall_hours, 4),
+        "projected_hours": round(sizing.expected_hours, 4),
+        "worst_case_hours": round(sizing.worst_hours, 4),
         "elapsed_hours": round(elapsed_hours, 4),
         "budget_margin": plan.gate.budget_margin,
         "slots": slots,
     }
     for category in plan.gate.trim_order:
-        if projection.wall_hours <= available:
+        if sizing.expected_fits:
             break
         cut = [r.run_id for r in kept if r.category == category]
         if cut:
             drop += cut
             kept = [r for r in kept if r.run_id not in cut]
             reasons.append(f"dropped {category} runs to fit the window")
-            projection = project(plan, kept, estimate, slots)
-    numbers["projected_hours_after_trim"] = round(projection.wall_hours, 4)
-    if projection.wall_hours > available:
+            sizing = sized(kept)
+    numbers["projected_hours_after_trim"] = round(sizing.expected_hours, 4)
+    numbers["worst_case_hours_after_trim"] = round(sizing.worst_hours, 4)
+    if not sizing.expected_fits:
         return GateDecision(
             decision="reframe",
             reason=(
-                f"even after trimming, the runs need {_duration(projection.wall_hours)} but "
-                f"{_duration(available)} remain in the window: the question must be narrowed"
+                f"even after trimming, the expected case needs "
+                f"{_duration(sizing.expected_hours)} but {_duration(available)} remain in the "
+                "window: the question must be narrowed"
             ),
             numbers=numbers,
+            sizing=sizing,
         )
     if drop:
         reason = "; ".join(reasons + kept_notes)
-        return GateDecision(decision="trim", reason=reason, drop=drop, numbers=numbers)
+        return GateDecision(
+            decision="trim", reason=reason, drop=drop, numbers=numbers, sizing=sizing
+        )
+    worst = (
+        ""
+        if sizing.worst_hours <= sizing.expected_hours
+        else (f" (worst case {_duration(sizing.worst_hours)})")
+    )
     healthy = (
-        f"the control is healthy and the {len(kept)} main runs fit: "
-        f"{_duration(projection.wall_hours)} projected of {_duration(available)} available"
+        f"the control is healthy and the main phase fits: {_duration(sizing.expected_hours)} "
+        f"expected{worst} of {_duration(available)} available"
     )
     return GateDecision(
-        decision="continue", reason="; ".join([healthy, *kept_notes]), numbers=numbers
+        decision="continue",
+        reason="; ".join([healthy, *kept_notes]),
+        numbers=numbers,
+        sizing=sizing,
     )
 
 
@@ -229,4 +252,5 @@ def apply_answer(
         source=source,
         note=note,
         numbers={**recommendation.numbers, "recommended": recommendation.decision},
+        sizing=recommendation.sizing,
     )

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ablations import __version__
+from ablations.analysis.looks import Looks, unneeded_runs
 from ablations.budget import (
     assess_plan,
     budget_markdown,
@@ -30,6 +31,7 @@ from ablations.budget import (
 )
 from ablations.campaign.folder import (
     GATE,
+    LOOKS,
     PLAN,
     PLOTS,
     PREFLIGHT,
@@ -69,6 +71,7 @@ STATE_FILES = (
     ("state", PROJECTION),
     ("state", PREFLIGHT),
     ("state", GATE),
+    ("state", LOOKS),
     ("state", REFRAME_DRAFT),
 )
 """Campaign files that are final before the export starts (absent ones are skipped)."""
@@ -167,11 +170,16 @@ def run_rows(out_dir: Path) -> list[ManifestRun]:
     each with its sha256 and size; its checkpoint URI is stored without any credentials."""
     folder = CampaignFolder(out_dir)
     records = folder.records()
+    registered = registered_runs(out_dir)
+    unneeded = unneeded_runs(
+        folder.looks() or Looks(), [r for r in registered if r.phase == "main"], set(records)
+    )
     rows = []
-    for planned in registered_runs(out_dir):
+    for planned in registered:
         record = records.get(planned.run_id)
         if record is None:
-            rows.append(ManifestRun(**dict(planned), status="pending"))
+            status = "unneeded" if planned.run_id in unneeded else "pending"
+            rows.append(ManifestRun(**dict(planned), status=status))
             continue
         checkpoint = record.checkpoint
         if checkpoint.uri is not None:
@@ -250,6 +258,7 @@ def write_outputs(out_dir: Path) -> Path:
             records,
             decisions=[f"gate: {gate.decision}: {gate.reason}"] if gate else [],
             trimmed=gate.drop if gate else [],
+            unneeded=[r.run_id for r in rows if r.status == "unneeded"],
         )
         realized = {
             "planned_vs_realized": pvr,
@@ -275,6 +284,7 @@ def write_outputs(out_dir: Path) -> Path:
         ),
         preflight=folder.preflight(),
         gate=gate,
+        looks=(folder.looks() or Looks()).looks,
         budget=BudgetSummary(markdown=budget_markdown(assessment), **assessment.summary()),
         **realized,
         runs=rows,

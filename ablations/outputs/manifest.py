@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
 
+from ablations.analysis.looks import LookRecord
 from ablations.budget import PlannedVsRealized
 from ablations.campaign.gate import GateDecision
 from ablations.errors import InputError
@@ -56,8 +57,9 @@ class ManifestError(NotACampaignFolder):
     """manifest.json is there but malformed: the message names the file and the field."""
 
 
-RowStatus = Literal[RunStatus, "pending"]
-"""A run's status, or `pending`: registered, not finished (no record)."""
+RowStatus = Literal[RunStatus, "pending", "unneeded"]
+"""A run's status, or `pending`: registered, not finished (no record); or `unneeded`: a main
+run whose look never came for its variant (decided earlier, or the campaign ended there)."""
 
 
 class FileEntry(BaseModel):
@@ -155,6 +157,7 @@ class ManifestRun(BaseModel):
     start_step: int = 0
     pilot: str | None = None
     continues: str | None = None
+    look: int = 0
     # RunRecord's fields (run_id, variant, seed, category and phase above)
     status: RowStatus
     stop: Stop | None = None
@@ -179,7 +182,7 @@ class ManifestRun(BaseModel):
     @model_serializer(mode="wrap")
     def _pending_rows_hold_the_plan(self, handler: Any) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if self.status == "pending":
+        if self.status in ("pending", "unneeded"):
             return {k: v for k, v in data.items() if k in PENDING_KEYS}
         return data
 
@@ -206,14 +209,14 @@ class ManifestRun(BaseModel):
 
     def record(self) -> RunRecord | None:
         """The run's completion record as the row holds it; None while it is pending."""
-        if self.status == "pending":
+        if self.status in ("pending", "unneeded"):
             return None
         fields = {k: getattr(self, k) for k in RunRecord.model_fields if k != "artifacts"}
         return RunRecord.model_validate({**fields, "artifacts": self.artifact_paths})
 
 
 PENDING_KEYS = frozenset({*PlannedRun.model_fields, "status"})
-"""What a pending row holds."""
+"""What a pending (or unneeded) row holds."""
 
 OMITTED_WHEN_UNSET = ("planned_vs_realized", "planned_vs_realized_markdown", "decision_reached")
 """Keys an export writes only sometimes (with a projection; after the report)."""
@@ -246,6 +249,8 @@ class Manifest(BaseModel):
     """preflight.json as it was at the export; None when preflight never ran."""
     gate: GateDecision | None = None
     """gate.json as it was at the export; None when no gate was reached."""
+    looks: list[LookRecord] = []
+    """looks.json as it was at the export: each look of the main phase and its decisions."""
     budget: BudgetSummary | None = None
     planned_vs_realized: PlannedVsRealized | None = None
     """The registered projection beside what happened (absent without a projection)."""

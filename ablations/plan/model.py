@@ -17,6 +17,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from ablations.errors import PlanError, Problem
+from ablations.plan.design import SeedsField, SequentialSeeds, look_sizes, seed_list
 from ablations.plan.sections import (
     BudgetSection,
     CampaignSection,
@@ -62,8 +63,13 @@ class Plan(Section):
     """Parameter name -> the levels tried instead of the control's value, one at a time."""
     interactions: list[Interaction] = []
     """Declared combinations of factor levels, each run as one extra variant."""
-    seeds: list[int] = Field(min_length=1)
-    """Paired seeds: every variant runs every seed, so effects are paired differences."""
+    seeds: SeedsField
+    """Paired seeds: every variant runs every seed it needs, so effects are paired
+    differences. A list (e.g. [0, 1, 2]) is a fixed design judged once, after every seed; a
+    sequential design (e.g. {start: 3, max: 12, looks: [3, 5, 8, 12]}) judges each variant at
+    each look and gives more seeds only where the answer is still open. Either way, every
+    claim holds at family-wise error `alpha` (0.05 for a list) across all variants and looks:
+    repeated confidence intervals, alpha spent over the looks, corrected across variants."""
     metric: MetricSection
     """The metric, its quality threshold and the useful effect size."""
     stop_rules: StopRules = StopRules()
@@ -83,7 +89,11 @@ class Plan(Section):
 
     @field_validator("seeds")
     @classmethod
-    def _distinct_seeds(cls, seeds: list[int]) -> list[int]:
+    def _distinct_seeds(cls, seeds: SeedsField) -> SeedsField:
+        if not isinstance(seeds, list):
+            return seeds
+        if not seeds:
+            raise ValueError("give at least one seed")
         duplicates = sorted(s for s, n in Counter(seeds).items() if n > 1)  # linear: 10^5 seeds
         if duplicates:
             raise ValueError(f"seeds must be distinct; repeated: {duplicates}")
@@ -139,7 +149,22 @@ class Plan(Section):
     @property
     def pilot_seeds(self) -> list[int]:
         """Seeds of the pilot: the plan's, else the first registered seed."""
-        return list(self.pilot.seeds) if self.pilot.seeds else [self.seeds[0]]
+        return list(self.pilot.seeds) if self.pilot.seeds else [self.seed_list[0]]
+
+    @property
+    def seed_list(self) -> list[int]:
+        """Every seed the plan may run, in order (a sequential design's up to its `max`)."""
+        return seed_list(self.seeds)
+
+    @property
+    def look_sizes(self) -> tuple[int, ...]:
+        """Cumulative seeds per variant at each look (one look for a list of seeds)."""
+        return look_sizes(self.seeds)
+
+    @property
+    def sequential(self) -> SequentialSeeds | None:
+        """The sequential design, or None for a fixed list of seeds."""
+        return self.seeds if isinstance(self.seeds, SequentialSeeds) else None
 
 
 def _cross_field_problems(plan: Plan) -> list[Problem]:
@@ -192,12 +217,11 @@ def _cross_field_problems(plan: Plan) -> list[Problem]:
     if plan.pilot.seeds is not None and len(set(plan.pilot.seeds)) != len(plan.pilot.seeds):
         problems.append(Problem("pilot.seeds", "seeds must be distinct", plan.pilot.seeds))
     if plan.pilot.seeds is not None:
-        registered = set(plan.seeds)
-        outside = [s for s in plan.pilot.seeds if s not in registered]
+        first_batch = set(plan.seed_list[: plan.look_sizes[0]])
+        outside = [s for s in plan.pilot.seeds if s not in first_batch]
         if outside:
-            problems.append(
-                Problem("pilot.seeds", "pilot seeds must be registered `seeds`", outside)
-            )
+            where = "registered `seeds`" if plan.sequential is None else "the first look's seeds"
+            problems.append(Problem("pilot.seeds", f"pilot seeds must be {where}", outside))
     return problems
 
 

@@ -76,6 +76,9 @@ class PlannedRun(BaseModel):
     continues: str | None = None
     """A pilot: the main run whose first `steps` steps it trains. Its checkpoints are kept
     under that run's id, so the main run resumes where the pilot ended."""
+    look: int = 0
+    """The look (0-based) whose batch of seeds holds this run: it runs only while its variant
+    is still open at that look (a fixed list of seeds has one look)."""
 
     @property
     def trained_steps(self) -> int:
@@ -209,6 +212,8 @@ def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
     length, until = plan.workload.steps, plan.pilot_steps
     renderer = _ParamsJson(plan.control_params)
     pilot_seeds = set(plan.pilot_seeds)  # a subset of `seeds` (the plan validates it)
+    sizes = plan.look_sizes
+    look_at = [next(k for k, size in enumerate(sizes) if i < size) for i in range(sizes[-1])]
 
     def planned(
         variant: Variant,
@@ -219,6 +224,7 @@ def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
         start_step: int = 0,
         pilot: str | None = None,
         continues: str | None = None,
+        look: int = 0,
     ) -> PlannedRun:
         # model_construct: every value comes from the validated plan (see `variants`)
         return PlannedRun.model_construct(
@@ -235,13 +241,14 @@ def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
             phase=phase,
             params=variant.params,
             length=length,
+            look=look,
         )
 
     pilots: list[PlannedRun] = []
     mains: list[PlannedRun] = []
     for variant in all_variants:
         rendered = renderer.render(variant)  # one variant's at a time: they add up to GBs
-        for seed in plan.seeds:
+        for index, seed in enumerate(plan.seed_list):
             identity = run_id(
                 plan_hash, variant.params, seed, length, variant.name, params_json=rendered
             )
@@ -257,7 +264,15 @@ def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
                     params_json=rendered,
                 )
                 pilots.append(
-                    planned(variant, seed, "pilot", pilot, steps=until, continues=identity)
+                    planned(
+                        variant,
+                        seed,
+                        "pilot",
+                        pilot,
+                        steps=until,
+                        continues=identity,
+                        look=look_at[index],
+                    )
                 )
             mains.append(
                 planned(
@@ -268,6 +283,7 @@ def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
                     steps=length,
                     start_step=until if pilot else 0,
                     pilot=pilot,
+                    look=look_at[index],
                 )
             )
     return pilots + mains

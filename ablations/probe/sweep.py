@@ -136,7 +136,7 @@ def run_probe(
                 variant=variant.name,
                 category=variant.category,
                 phase="pilot",
-                seed=plan.seeds[0],
+                seed=plan.seed_list[0],
                 params=variant.params,
                 steps=plan.workload.steps,
                 eval_every=plan.workload.eval_every,

@@ -42,8 +42,12 @@ def _evidence(effect: Effect, metric: MetricSection) -> str:
     """The difference, its interval and the runs behind it, in words."""
     if effect.ci_low is None:
         interval = "no interval"
-    else:
+    elif effect.level is None:
         interval = f"95% interval {_signed(effect.ci_low)} to {_signed(effect.ci_high)}"
+    else:
+        interval = f"adjusted interval {_signed(effect.ci_low)} to {_signed(effect.ci_high)}"
+        if effect.look is not None:
+            interval += f", decided at look {effect.look + 1}"
     return (
         f"{metric.name} {_signed(effect.mean_diff)} versus the control over {effect.n_pairs} "
         f"paired seeds ({interval}; runs {_runs(effect.runs)} against the control's "

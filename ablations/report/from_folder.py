@@ -25,7 +25,7 @@ class ReportError(InputError):
 
 def run_from_row(row: ManifestRun) -> ReportRun:
     """A manifest row (planned fields + record fields) as a `ReportRun`; no record if pending."""
-    return ReportRun(planned=row.planned, record=row.record())
+    return ReportRun(planned=row.planned, record=row.record(), unneeded=row.status == "unneeded")
 
 
 def _budget_markdown(budget: BudgetSummary | None) -> str | None:
@@ -71,5 +71,6 @@ def report_inputs(out_dir: Path) -> ReportInputs:
         budget_markdown=_budget_markdown(manifest.budget),
         planned_vs_realized_markdown=manifest.planned_vs_realized_markdown,
         ledger_url=manifest.ledger_url,
+        looks=manifest.looks,
     )
     return inputs

@@ -17,6 +17,7 @@ from ablations.analysis import (
     load_predictions,
     paired_effects,
 )
+from ablations.analysis.looks import LookRecord, Looks
 from ablations.plan.model import Plan
 from ablations.plan.sections import MetricSection, same_value
 from ablations.plan.variants import CONTROL, PlannedRun, variants
@@ -43,7 +44,16 @@ class ReportRun(BaseModel):
 
     planned: PlannedRun
     record: RunRecord | None = None
-    """None: the run has not finished (pending)."""
+    """None: the run has not finished (pending), or no look needed it (`unneeded`)."""
+    unneeded: bool = False
+    """A main run no look needed: its variant was decided at an earlier look."""
+
+    @property
+    def status(self) -> str:
+        """The record's status, or `unneeded` / `pending` for a run without one."""
+        if self.record is not None:
+            return self.record.status
+        return "unneeded" if self.unneeded else "pending"
 
 
 class ReportInputs(BaseModel):
@@ -83,6 +93,8 @@ class ReportInputs(BaseModel):
     """Planned vs realized, rendered by the budget module; a run-count table otherwise."""
     ledger_url: str | None = None
     """The manifest's ledger URL (relative to the output folder)."""
+    looks: list[LookRecord] = []
+    """The main phase's looks as recorded (empty for a folder from before looks)."""
 
     @property
     def records(self) -> list[RunRecord]:
@@ -103,6 +115,7 @@ def assemble_inputs(
     budget_markdown: str | None = None,
     planned_vs_realized_markdown: str | None = None,
     ledger_url: str | None = None,
+    looks: Sequence[LookRecord] = (),
 ) -> ReportInputs:
     """Compute the effects and the error analysis (predictions read from `out_dir`)."""
     records = [r.record for r in runs if r.record is not None]
@@ -126,7 +139,9 @@ def assemble_inputs(
             CONTROL,
             trimmed_source=gate_source,
             trimmed_reason=gate_reason,
+            judgements=Looks(looks=list(looks)).final_judgements() if looks else None,
         ),
+        looks=list(looks),
         excluded=excluded_runs(records),
         errors=error_analysis(records, load_predictions(out_dir, records), CONTROL),
         budget_markdown=budget_markdown,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ablations.analysis import ErrorAnalysis, run_reason
+from ablations.analysis import Effect, ErrorAnalysis, run_reason
 from ablations.campaign.folder import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.decision import decision_reached
 from ablations.report.inputs import ReportInputs, ReportRun
@@ -42,6 +42,31 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
+def _decided_at(inputs: ReportInputs, look: int | None) -> str:
+    if look is None or not inputs.looks:
+        return "-"
+    record = inputs.looks[min(look, len(inputs.looks) - 1)]
+    return f"look {look + 1}/{record.looks} ({record.seeds} seeds)"
+
+
+def _error_control(inputs: ReportInputs) -> str:
+    """The one sentence that says what every claim's error is."""
+    if not inputs.looks:
+        return (
+            "Intervals are corrected across the variants (Bonferroni), so every claim holds "
+            "with family-wise error at most 5%."
+        )
+    last = inputs.looks[-1]
+    alpha = last.alpha
+    looks = "one look" if last.looks == 1 else f"{last.looks} looks"
+    return (
+        f"Every claim (better, not worse, worse, equivalent) holds with family-wise error at "
+        f"most {alpha:g} across all variants and {looks}: each interval is the repeated "
+        "confidence interval of the look that decided it (alpha spent over the looks, "
+        "corrected across the variants)."
+    )
+
+
 def _effects_section(inputs: ReportInputs, plots: set[str]) -> list[str]:
     m = inputs.metric
     out = [
@@ -49,8 +74,8 @@ def _effects_section(inputs: ReportInputs, plots: set[str]) -> list[str]:
         "",
         f"{m.name} ({m.direction}), variant - control paired by seed, accepted main-phase runs "
         f"only. Useful-effect band: ±{m.useful_effect:g}; decision rule: "
-        f"{m.decision_rule.replace('_', '-')}. A verdict other than better, worse, not worse "
-        "or equivalent comes from the variant's runs (see the note).",
+        f"{m.decision_rule.replace('_', '-')}. {_error_control(inputs)} A verdict other than "
+        "better, worse, not worse or equivalent comes from the variant's runs (see the note).",
         "",
     ]
     if not inputs.effects:
@@ -65,9 +90,10 @@ def _effects_section(inputs: ReportInputs, plots: set[str]) -> list[str]:
             _signed(e.mean_diff),
             _num(e.sd),
             f"[{_signed(e.ci_low)}, {_signed(e.ci_high)}]" if e.ci_low is not None else "-",
-            "-" if e.p_value is None else significant(e.p_value, 3),
+            _decided_at(inputs, e.look),
+            "-" if e.alpha_spent is None else significant(e.alpha_spent, 3),
             f"**{e.label}**",
-            e.note,
+            e.note + (f" (about {e.seeds_needed} seeds needed)" if _open(e) else ""),
         ]
         for e in inputs.effects
     ]
@@ -79,15 +105,62 @@ def _effects_section(inputs: ReportInputs, plots: set[str]) -> list[str]:
         "Variant mean",
         "Mean diff",
         "SD",
-        "95% interval",
-        "p",
+        "Adjusted interval",
+        "Decided at",
+        "Alpha spent",
         "Verdict",
         "Note",
     ]
     out += [table(header, rows), ""]
     if EFFECTS_PNG in plots:
-        out += [f"![Effects with 95% intervals against the useful-effect band]({EFFECTS_PNG})", ""]
+        out += [
+            f"![Effects with adjusted intervals against the useful-effect band]({EFFECTS_PNG})",
+            "",
+        ]
     return out
+
+
+def _open(effect: Effect) -> bool:
+    """An interval verdict left open, whose note does not already name the seeds it needs."""
+    return (
+        effect.verdict == "inconclusive"
+        and effect.seeds_needed is not None
+        and "seeds" not in effect.note
+    )
+
+
+def _looks_section(inputs: ReportInputs) -> list[str]:
+    """Each look: seeds, alpha spent, and what it decided."""
+    if not inputs.looks:
+        return []
+    rows = []
+    for record in inputs.looks:
+        decided = [
+            f"{j.variant}: {j.verdict}" + (" (futile)" if j.futile else "")
+            for j in record.judgements
+            if j.decided
+        ]
+        rows.append(
+            [
+                record.look + 1,
+                record.seeds,
+                significant(record.alpha_spent, 3),
+                significant(1 - record.level, 3),
+                "; ".join(decided) or "-",
+                ", ".join(record.still_open) or "-",
+                ", ".join(record.budget_ended) or "-",
+            ]
+        )
+    header = [
+        "Look",
+        "Seeds",
+        "Alpha spent",
+        "Alpha per variant",
+        "Decided",
+        "Open",
+        "Ended by the budget",
+    ]
+    return ["## Looks", "", table(header, rows), ""]
 
 
 def _findings_section(inputs: ReportInputs) -> list[str]:
@@ -208,15 +281,13 @@ def _planned_vs_realized(inputs: ReportInputs) -> list[str]:
     out = ["## Planned vs realized", ""]
     if inputs.planned_vs_realized_markdown:
         return [*out, inputs.planned_vs_realized_markdown.strip(), ""]
-    statuses = ["accepted", "rejected", "stopped", "failed", "trimmed", "pending"]
+    statuses = ["accepted", "rejected", "stopped", "failed", "trimmed", "unneeded", "pending"]
     rows = []
     for phase in ("pilot", "main"):
         runs = [r for r in inputs.runs if r.planned.phase == phase]
         if not runs:
             continue
-        counts = [
-            sum((r.record.status if r.record else "pending") == s for r in runs) for s in statuses
-        ]
+        counts = [sum(r.status == s for r in runs) for s in statuses]
         # Steps this phase trains: a main run's first steps are its pilot's, counted there.
         planned_steps = sum(r.planned.trained_steps for r in runs)
         done = sum(max(0, r.record.steps_done - r.planned.start_step) for r in runs if r.record)
@@ -252,6 +323,7 @@ def render_report(inputs: ReportInputs, plots: Sequence[str] = ()) -> str:
             "",
         ]
     out += _effects_section(inputs, shown)
+    out += _looks_section(inputs)
     out += _findings_section(inputs)
     out += _not_accepted_section(inputs.runs)
     out += _pilot_section(inputs)

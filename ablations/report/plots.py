@@ -55,7 +55,7 @@ VERDICT_STYLE: dict[str, tuple[str, str]] = {
 
 
 def plot_effects(effects: Sequence[Effect], metric: MetricSection, path: Path) -> Path | None:
-    """Every variant's verdict: the mean paired difference with its 95% interval over the
+    """Every variant's verdict: the mean paired difference with its adjusted interval over the
     useful-effect band, or, without a difference, the verdict's marker at 0 and its name."""
     if not effects:
         return None
@@ -105,7 +105,7 @@ def plot_effects(effects: Sequence[Effect], metric: MetricSection, path: Path) -
     ax.set_yticklabels([f"{e.variant} (n={e.n_pairs})" for e in effects])
     ax.invert_yaxis()
     better = "right" if metric.direction == "maximize" else "left"
-    ax.set_xlabel(f"{metric.name}: variant - control (95% interval; better to the {better})")
+    ax.set_xlabel(f"{metric.name}: variant - control (adjusted interval; better to the {better})")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
     return _save(figure, path)
 

@@ -234,9 +234,9 @@ def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verificat
     for run_id, row in rows.items():
         name = CampaignFolder.record_name(run_id)
         path = out_dir / name
-        if row.status == "pending":
+        if row.status in ("pending", "unneeded"):
             if path.exists():
-                found.problems.append(Problem(name, "exists, but manifest.json says pending"))
+                found.problems.append(Problem(name, f"exists, but manifest.json says {row.status}"))
             continue
         if not path.is_file():
             found.problems.append(Problem(name, f"missing: manifest.json says {row.status}"))
@@ -281,7 +281,7 @@ def _check_artifacts(
     problems, models = found.problems, []
     named = {CampaignFolder.record_name(run_id) for run_id in rows}
     for run_id, row in rows.items():
-        if row.status == "pending":
+        if row.status in ("pending", "unneeded"):
             continue
         if "artifacts" not in row.model_fields_set or not isinstance(row.artifacts, list):
             problems.append(Problem(MANIFEST, f"run {run_id} has no artifacts list (format 2)"))

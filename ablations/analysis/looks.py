@@ -1,0 +1,143 @@
+"""The looks of a campaign's main phase as records: what each look decided, and what follows.
+
+A look judges every variant still open on its paired seeds so far (`judge_look`) and is
+recorded once (`LookRecord`, in `looks.json` and the manifest); a later look never revisits an
+earlier one. From the records follow which variants are still open, which registered runs no
+look needed, and each variant's final judgement for the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from ablations.analysis.sequential import Judgement, LookDesign
+from ablations.plan.design import alpha_of, spending_of
+from ablations.plan.model import Plan
+from ablations.plan.variants import CONTROL, PlannedRun, variant_names
+
+
+def look_design(plan: Plan) -> LookDesign:
+    """The plan's seed design as the statistics see it: looks, alpha, spending, and the
+    number of variants compared with the control (every registered one: trimming a variant
+    does not free its share of alpha)."""
+    return LookDesign(
+        looks=plan.look_sizes,
+        alpha=alpha_of(plan.seeds),
+        spending=spending_of(plan.seeds),
+        comparisons=max(1, len(variant_names(plan)) - 1),
+    )
+
+
+class LookRecord(BaseModel):
+    """One look of the main phase, as decided (never rewritten)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    look: int
+    """0-based index of the look in the design (shown 1-based)."""
+    looks: int
+    """Looks in the design."""
+    seeds: int
+    """Cumulative seeds per variant at this look."""
+    alpha: float
+    """The design's family-wise error rate over all looks and variants."""
+    alpha_spent: float
+    """Family-wise alpha spent up to and including this look."""
+    level: float
+    """The nominal two-sided level of each variant's interval at this look."""
+    judgements: list[Judgement]
+    """Each variant open before this look, as judged at it."""
+    budget_ended: list[str] = []
+    """Variants left open here because the window (less its reserve) cannot hold the next
+    look's runs: ended by the budget, not the data."""
+    decided_at: float
+    """Epoch seconds when the look was recorded."""
+
+    @property
+    def still_open(self) -> list[str]:
+        """Variants that go on to the next look."""
+        ended = set(self.budget_ended)
+        return [j.variant for j in self.judgements if not j.decided and j.variant not in ended]
+
+
+class Looks(BaseModel):
+    """`looks.json`: every look recorded so far, in order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    looks: list[LookRecord] = []
+
+    def open_at(self, look: int, candidates: Sequence[str]) -> list[str]:
+        """Variants (of `candidates`) still open when look `look` starts."""
+        if look == 0 or not self.looks:
+            return list(candidates)
+        previous = self.looks[look - 1]
+        keep = set(previous.still_open)
+        return [v for v in candidates if v in keep]
+
+    def with_look(self, record: LookRecord) -> Looks:
+        """These looks and the next one (looks are recorded in order, once)."""
+        if record.look != len(self.looks):
+            raise ValueError(f"look {record.look + 1} recorded after {len(self.looks)} looks")
+        return Looks(looks=[*self.looks, record])
+
+    def final_judgements(self) -> dict[str, Judgement]:
+        """Each variant's judgement at the look that decided it (or its last look)."""
+        final: dict[str, Judgement] = {}
+        for record in self.looks:
+            ended = set(record.budget_ended)
+            for judgement in record.judgements:
+                if judgement.variant in ended:
+                    judgement = judgement.model_copy(
+                        update={"decided": True, "note": budget_note(judgement)}
+                    )
+                final[judgement.variant] = judgement
+        return final
+
+
+def budget_note(judgement: Judgement) -> str:
+    """Why a variant the budget ended has no claim, and what it would have needed."""
+    need = f"; it would need about {judgement.seeds_needed} seeds" if judgement.seeds_needed else ""
+    return f"ended by the budget, not the data: the window could not hold the next look{need}"
+
+
+def unneeded_runs(looks: Looks, main_runs: Iterable[PlannedRun], finished: set[str]) -> set[str]:
+    """Main runs without a record that no look needed: their variant was decided (or, for the
+    control, every variant was) at a look before theirs, so they never start."""
+    decided: list[set[str]] = []  # decided[k]: variants decided at looks 0..k
+    still_open: list[bool] = []
+    so_far: set[str] = set()
+    for record in looks.looks:
+        so_far |= {j.variant for j in record.judgements} - set(record.still_open)
+        decided.append(set(so_far))
+        still_open.append(bool(record.still_open))
+    unneeded = set()
+    for run in main_runs:
+        if run.run_id in finished or run.look == 0 or not decided:
+            continue
+        before = run.look - 1  # the look that decides whether this run starts
+        if before >= len(decided):
+            if still_open[-1]:
+                continue  # that look is not recorded yet: pending, not unneeded
+            before = len(decided) - 1  # every variant ended earlier: no later look comes
+        if run.variant == CONTROL:
+            if not still_open[before]:
+                unneeded.add(run.run_id)
+        elif run.variant in decided[before]:
+            unneeded.add(run.run_id)
+    return unneeded
+
+
+def diffs_by_variant(
+    values: Mapping[str, Mapping[int, float]], variants: Iterable[str], seeds: Iterable[int]
+) -> dict[str, list[float]]:
+    """Paired differences variant - control on the given seeds where both have a value."""
+    control = values.get(CONTROL, {})
+    seeds = list(seeds)
+    out: dict[str, list[float]] = {}
+    for variant in variants:
+        mine = values.get(variant, {})
+        out[variant] = [mine[s] - control[s] for s in seeds if s in mine and s in control]
+    return out

@@ -1,0 +1,164 @@
+"""The main phase, look by look: which runs a look starts, and the look's decisions.
+
+Look k starts the seeds of its batch (`PlannedRun.look == k`) for every variant still open
+and for the control, so every difference stays paired. When they have finished, `decide_look`
+judges each open variant on its paired seeds of looks 0..k (never a later seed) and records
+the look in `looks.json` before anything else starts: a rerun finds it and goes on from the
+next look with the same decisions. A variant whose runs were stopped, rejected or failed is
+decided by its runs (its verdict says how); a variant the window can no longer pay for is
+ended by the budget, and says so.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ablations.analysis.looks import LookRecord, Looks, diffs_by_variant, look_design
+from ablations.analysis.sequential import Judgement, LookDesign, judge_look
+from ablations.analysis.verdicts import runs_verdict
+from ablations.budget import estimate_from_records, project
+from ablations.campaign.folder import CampaignFolder
+from ablations.campaign.state import (
+    load_records,
+    phase_runs,
+    registered_plan,
+    registration_of,
+)
+from ablations.plan.model import Plan
+from ablations.plan.sections import Verdict
+from ablations.plan.variants import CONTROL, PlannedRun
+from ablations.records import RunRecord
+
+
+def recorded_looks(out_dir: Path) -> Looks:
+    """The looks recorded so far (none before the main phase)."""
+    return CampaignFolder(out_dir).looks() or Looks()
+
+
+def _candidates(out_dir: Path, main: list[PlannedRun]) -> list[str]:
+    """Variants the looks judge: every one compared with the control, unless the gate
+    trimmed all its main runs."""
+    gate = CampaignFolder(out_dir).gate()
+    dropped = set(gate.drop) if gate else set()
+    names: dict[str, bool] = {}
+    for run in main:
+        if run.variant != CONTROL:
+            names[run.variant] = names.get(run.variant, False) or run.run_id not in dropped
+    return [name for name, kept in names.items() if kept]
+
+
+def look_runs(out_dir: Path, look: int) -> list[PlannedRun]:
+    """The main runs look `look` starts: its batch for each open variant and the control."""
+    main = phase_runs(out_dir, "main")
+    gate = CampaignFolder(out_dir).gate()
+    dropped = set(gate.drop) if gate else set()
+    open_now = set(recorded_looks(out_dir).open_at(look, _candidates(out_dir, main)))
+    if not open_now:
+        return []
+    wanted = open_now | {CONTROL}
+    return [r for r in main if r.look == look and r.variant in wanted and r.run_id not in dropped]
+
+
+def decide_look(out_dir: Path, look: int, slots: int) -> LookRecord:
+    """Judge every open variant at `look` and record it; a recorded look is returned as is."""
+    looks = recorded_looks(out_dir)
+    if look < len(looks.looks):
+        return looks.looks[look]
+    plan = registered_plan(out_dir)
+    design = look_design(plan)
+    main = phase_runs(out_dir, "main")
+    records = load_records(out_dir)
+    open_now = looks.open_at(look, _candidates(out_dir, main))
+    seeds = set(plan.seed_list[: design.looks[look]])
+    by_runs: dict[str, Judgement] = {}
+    values: dict[str, dict[int, float]] = {}
+    metric = plan.metric.name
+    for variant in [CONTROL, *open_now]:
+        mine = [
+            records[r.run_id]
+            for r in main
+            if r.variant == variant and r.seed in seeds and r.run_id in records
+        ]
+        finished = [r for r in mine if r.status != "trimmed"]
+        failure = runs_verdict(finished) if variant != CONTROL else None
+        if failure is not None:
+            by_runs[variant] = _decided_by_runs(variant, look, design, failure)
+            continue
+        values[variant] = {
+            r.seed: r.metrics[metric]
+            for r in finished
+            if r.status == "accepted" and metric in r.metrics
+        }
+    judged = [v for v in open_now if v not in by_runs]
+    diffs = diffs_by_variant(values, judged, sorted(seeds))
+    judgements = judge_look(design, look, plan.metric, diffs) if judged else {}
+    merged = [by_runs.get(v) or judgements[v] for v in open_now]
+    boundary = design.boundary(look)
+    record = LookRecord(
+        look=look,
+        looks=len(design.looks),
+        seeds=design.looks[look],
+        alpha=design.alpha,
+        alpha_spent=boundary.alpha_spent,
+        level=boundary.level,
+        judgements=merged,
+        decided_at=time.time(),
+    )
+    record = record.model_copy(
+        update={"budget_ended": _beyond_budget(out_dir, plan, record, records, main, slots)}
+    )
+    CampaignFolder(out_dir).write_looks(looks.with_look(record))
+    return record
+
+
+def _decided_by_runs(
+    variant: str, look: int, design: LookDesign, failure: tuple[Verdict, str]
+) -> Judgement:
+    """A variant some of whose runs were stopped, rejected or failed: that is its finding."""
+    verdict, note = failure
+    boundary = design.boundary(look)
+    return Judgement(
+        variant=variant,
+        look=look,
+        n_pairs=0,
+        mean_diff=None,
+        sd=None,
+        df=None,
+        pooled=False,
+        ci_low=None,
+        ci_high=None,
+        level=boundary.level,
+        alpha_spent=boundary.alpha_spent,
+        verdict=verdict,
+        decided=True,
+        futile=False,
+        seeds_needed=None,
+        note=note,
+    )
+
+
+def _beyond_budget(
+    out_dir: Path,
+    plan: Plan,
+    record: LookRecord,
+    records: dict[str, RunRecord],
+    main: list[PlannedRun],
+    slots: int,
+) -> list[str]:
+    """The open variants when the next look's runs do not fit what is left of the window
+    (less the gate's reserve); none when they fit or no look follows."""
+    still_open = record.still_open
+    nxt = record.look + 1
+    if not still_open or nxt >= record.looks:
+        return []
+    wanted = set(still_open) | {CONTROL}
+    runs = [r for r in main if r.look == nxt and r.variant in wanted]
+    measured = [r for r in records.values() if r.status != "trimmed"]
+    estimate = estimate_from_records(measured, plan)
+    projection = project(plan, runs, estimate, slots)
+    elapsed = (time.time() - registration_of(out_dir).registered_at) / 3600
+    available = (
+        projection.window_hours * (1 - plan.gate.budget_margin) - elapsed - plan.budget.prep_hours
+    )
+    return [] if projection.wall_hours <= available else list(still_open)

@@ -1,0 +1,120 @@
+"""How many seeds each variant gets, and when it is judged: the plan's seed design.
+
+`seeds` in a plan is either a list (a fixed design: one look, after every listed seed) or a
+`SequentialSeeds` design: seeds `first, first+1, ...` in batches, every still-open variant
+judged at each look, more seeds only where the answer is still open. Either way every claim
+is corrected across the variants (and the looks): see `ablations.analysis.sequential`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ablations.plan.sections import PositiveFloat, PositiveInt, Section
+
+Spending = Literal["obrien_fleming", "pocock", "equal"]
+"""How the family-wise alpha is spent over the looks (Lan-DeMets spending functions)."""
+
+MAX_LOOKS = 20
+"""More looks than this buy almost nothing and make every look's interval wider."""
+
+
+class SequentialSeeds(Section):
+    """A sequential design: a first batch of seeds, a maximum, and looks in between.
+
+    At each look every open variant is judged on its paired seeds so far: decided (better,
+    not worse, worse, equivalent; or it can no longer be decided by `max`) or given the next
+    batch. The control runs every seed any open variant needs, so pairs stay paired."""
+
+    start: PositiveInt
+    """Seeds per variant at the first look (the first batch)."""
+    max: PositiveInt = Field(le=10_000)
+    """Seeds per variant at most: an open variant at the last look ends `inconclusive`,
+    naming the seeds it would need."""
+    looks: list[PositiveInt] | None = None
+    """Cumulative seeds per variant at each look, increasing, from `start` to `max` (e.g.
+    [3, 5, 8, 12]). Default: `start`, then about 1.5x more each look, ending at `max`."""
+    first: int = Field(default=0, ge=0, lt=2**32)
+    """The first seed; the design's seeds are first, first+1, ..., first+max-1."""
+    alpha: float = Field(default=0.05, gt=0.0, le=0.2, allow_inf_nan=False)
+    """Family-wise error rate of every claim (better, not worse, worse, equivalent) across all
+    variants and all looks of the campaign."""
+    spending: Spending = "obrien_fleming"
+    """How alpha is spent over the looks: `obrien_fleming` (little early, most at the last
+    look: early decisions only for clear effects), `pocock` (evenly on the critical value:
+    earlier decisions, a wider last interval) or `equal` (equal alpha per look)."""
+    expected_sd: PositiveFloat | None = None
+    """A prior for the seed-to-seed standard deviation of a variant's paired difference from
+    the control, in metric units: sizes the main phase before the pilot (`ablate plan`,
+    `ablate budget`). The pilot's own spread replaces it when two or more pilot seeds ran."""
+
+    @model_validator(mode="after")
+    def _looks_fit(self) -> SequentialSeeds:
+        if self.start > self.max:
+            raise ValueError(f"start ({self.start}) is above max ({self.max})")
+        if self.first + self.max > 2**32:
+            raise ValueError("seeds must stay below 2**32: lower `first` or `max`")
+        looks = self.looks
+        if looks is None:
+            return self
+        if any(b <= a for a, b in itertools.pairwise(looks)):
+            raise ValueError(f"looks must increase; got {looks}")
+        if looks[0] != self.start or looks[-1] != self.max:
+            raise ValueError(
+                f"looks must run from start ({self.start}) to max ({self.max}); got {looks}"
+            )
+        if len(looks) > MAX_LOOKS:
+            raise ValueError(f"at most {MAX_LOOKS} looks; got {len(looks)}")
+        return self
+
+    @property
+    def look_sizes(self) -> tuple[int, ...]:
+        """Cumulative seeds per variant at each look."""
+        if self.looks is not None:
+            return tuple(self.looks)
+        sizes = [self.start]
+        while sizes[-1] < self.max and len(sizes) < MAX_LOOKS - 1:
+            sizes.append(min(self.max, max(sizes[-1] + 1, round(sizes[-1] * 1.5))))
+        if sizes[-1] != self.max:
+            sizes.append(self.max)
+        return tuple(sizes)
+
+    @property
+    def seeds(self) -> list[int]:
+        """Every seed the design may run, in the order they are run."""
+        return list(range(self.first, self.first + self.max))
+
+
+SeedsField = list[int] | SequentialSeeds
+"""What `Plan.seeds` accepts: a list (fixed design) or a sequential design."""
+
+
+def seed_list(seeds: SeedsField) -> list[int]:
+    """Every seed a plan may run, in order."""
+    return list(seeds) if isinstance(seeds, list) else seeds.seeds
+
+
+def look_sizes(seeds: SeedsField) -> tuple[int, ...]:
+    """Cumulative seeds per variant at each look: one look after every seed of a list."""
+    return (len(seeds),) if isinstance(seeds, list) else seeds.look_sizes
+
+
+def alpha_of(seeds: SeedsField) -> float:
+    """The family-wise error rate of the plan's claims (0.05 for a list of seeds)."""
+    return 0.05 if isinstance(seeds, list) else seeds.alpha
+
+
+def spending_of(seeds: SeedsField) -> Spending:
+    """How alpha is spent over the looks (irrelevant with one look)."""
+    return "obrien_fleming" if isinstance(seeds, list) else seeds.spending
+
+
+def look_of_seed(seeds: SeedsField, index: int) -> int:
+    """The look (0-based) whose batch holds the seed at position `index` of `seed_list`."""
+    for look, size in enumerate(look_sizes(seeds)):
+        if index < size:
+            return look
+    raise IndexError(f"seed position {index} is beyond the design's max")
