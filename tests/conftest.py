@@ -16,8 +16,11 @@ DEMO_PLAN = ROOT / "ablations" / "recipes" / "demo.yaml"
 
 @pytest.fixture
 def demo_data() -> dict[str, Any]:
-    """The demo plan as plain data, a fresh copy per test."""
-    return copy.deepcopy(yaml.safe_load(DEMO_PLAN.read_text()))
+    """The demo plan as plain data, a fresh copy per test, with a fixed list of seeds (one
+    look): these tests count its runs; the sequential design has tests of its own."""
+    data = copy.deepcopy(yaml.safe_load(DEMO_PLAN.read_text()))
+    data["seeds"] = [0, 1, 2]
+    return data
 
 
 @pytest.fixture

@@ -283,7 +283,7 @@ def _with_judgement(effect: Effect, judgement: Judgement | None) -> Effect:
         "seeds_needed": judgement.seeds_needed,
         "futile": judgement.futile,
         "verdict": judgement.verdict,
-        "note": judgement.note or effect.note,
+        "note": judgement.note if judgement.n_pairs >= 2 else effect.note,
     }
     if judgement.n_pairs:
         update.update(

@@ -30,6 +30,7 @@ from ablations.budget.projection import (
     project,
     slot_count,
 )
+from ablations.budget.sizing import Sizing, size_main
 from ablations.plan.model import Plan, plan_hash
 from ablations.plan.sections import Cost
 from ablations.records import RunRecord
@@ -78,6 +79,9 @@ class BudgetAssessment(BaseModel):
     cost: CostSummary
     suggestions: list[Suggestion] = []
     notes: list[str] = []
+    sizing: Sizing | None = None
+    """The main phase sized from the spread (plans only): seeds per variant, expected and
+    worst-case time, as the gate will state them after the pilot."""
     projection: Projection | None = None
 
     def summary(self) -> dict[str, Any]:
@@ -111,6 +115,7 @@ class BudgetAssessment(BaseModel):
             "prep_hours": _h(self.fit.prep_hours),
             "margin": self.margin,
             "fits_with_margin": self.fits_with_margin,
+            "sizing": None if self.sizing is None else self.sizing.summary(),
             "price_per_lot_usd": _usd(self.package.price_per_lot_usd),
             "other_costs_usd": _usd(cost.other_usd),
             "total_usd": _usd(cost.total_usd),
@@ -303,6 +308,15 @@ def assess_plan(
             notes.append(f"no longer known {package.gpu} package holds the runs")
     margin = plan.gate.budget_margin
     needed = projection.wall_hours + projection.prep_hours
+    available = projection.window_hours * (1 - margin) - projection.prep_hours
+    sizing = size_main(
+        plan,
+        [r for r in runs if r.phase == "main"],
+        estimate,
+        projection.slots,
+        available_hours=max(0.0, available),
+        pilot=pilot,
+    )
     return BudgetAssessment(
         package=package,
         slots=projection.slots,
@@ -315,4 +329,5 @@ def assess_plan(
         suggestions=suggestions,
         notes=notes,
         projection=projection,
+        sizing=sizing,
     )

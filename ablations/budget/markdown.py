@@ -66,6 +66,10 @@ def budget_markdown(assessment: BudgetAssessment) -> str:
         )
     out += [f"- Instead: {s.text}" for s in a.suggestions]
     out += [f"- Note: {n}" for n in a.notes]
+    if a.sizing is not None:
+        head, *variants, cases = a.sizing.lines()
+        out.append(f"- Sizing: {head} " + "; ".join(v.strip() for v in variants))
+        out.append(f"- Sizing: {cases}")
     out += cost_lines(a.cost)
     return "\n".join(out)
 

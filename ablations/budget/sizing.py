@@ -68,6 +68,18 @@ class Sizing(BaseModel):
     def worst_fits(self) -> bool:
         return self.worst_hours <= self.available_hours
 
+    def summary(self) -> dict[str, object]:
+        """The `--json` object: hours to 0.01, each variant's seeds."""
+        return {
+            "sd_source": self.sd_source,
+            "expected_hours": round(self.expected_hours, 2),
+            "worst_hours": round(self.worst_hours, 2),
+            "available_hours": round(self.available_hours, 2),
+            "expected_fits": self.expected_fits,
+            "worst_fits": self.worst_fits,
+            "variants": [v.model_dump() for v in self.variants],
+        }
+
     def lines(self) -> list[str]:
         """The sizing in words: per variant, then the two cases against the window."""
         source = {

@@ -45,7 +45,7 @@ def _summary(plan: Plan, digest: str) -> str:
             + "("
             + ", ".join(f"{categories[c]} {c}" for c in ("essential", "useful", "exploratory"))
             + ")",
-            f"seeds      {plan.seeds} (paired)",
+            f"seeds      {_seeds_line(plan)}",
             f"metric     {plan.metric.name} {plan.metric.direction}, threshold "
             f"{plan.metric.threshold}, useful effect {plan.metric.useful_effect}",
             f"runs       {phases['pilot']} pilot ({plan.pilot_steps} steps) + "
@@ -53,6 +53,17 @@ def _summary(plan: Plan, digest: str) -> str:
             f"gate       {plan.gate.mode}; checkpoints to {plan.checkpoint.store}; "
             f"devices {plan.resources.devices}",
         ]
+    )
+
+
+def _seeds_line(plan: Plan) -> str:
+    design = plan.sequential
+    if design is None:
+        return f"{plan.seeds} (paired; one look, family-wise alpha 0.05 across the variants)"
+    return (
+        f"{design.start} to {design.max} per variant from seed {design.first} (paired), looks "
+        f"at {list(plan.look_sizes)}; family-wise alpha {design.alpha:g} across variants and "
+        f"looks, spent {design.spending.replace('_', '-')}"
     )
 
 
@@ -131,6 +142,8 @@ def _plan(args: argparse.Namespace) -> int:
         + (f"; package {usd(price)}" if price is not None else "")
         + " (see `ablate budget`)"
     )
+    for line in assessment.sizing.lines() if assessment.sizing else []:
+        print(line)
     return EXIT_OK
 
 

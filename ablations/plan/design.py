@@ -9,9 +9,9 @@ is corrected across the variants (and the looks): see `ablations.analysis.sequen
 from __future__ import annotations
 
 import itertools
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from ablations.plan.sections import PositiveFloat, PositiveInt, Section
 
@@ -88,7 +88,18 @@ class SequentialSeeds(Section):
         return list(range(self.first, self.first + self.max))
 
 
-SeedsField = list[int] | SequentialSeeds
+def _seeds_kind(value: object) -> str:
+    return "list[int]" if isinstance(value, list) else "design[SequentialSeeds]"
+
+
+# A discriminated union: a mapping is validated as a design only, so a mistake in it is
+# reported once, not also as "should be a valid list". The tags hold "[" so that error paths
+# drop them (`ablations.plan.model.dotted`): `seeds.spending`, not `seeds.design.spending`.
+SeedsField = Annotated[
+    Annotated[list[int], Tag("list[int]")]
+    | Annotated[SequentialSeeds, Tag("design[SequentialSeeds]")],
+    Discriminator(_seeds_kind),
+]
 """What `Plan.seeds` accepts: a list (fixed design) or a sequential design."""
 
 

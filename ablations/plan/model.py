@@ -93,7 +93,7 @@ class Plan(Section):
         if not isinstance(seeds, list):
             return seeds
         if not seeds:
-            raise ValueError("give at least one seed")
+            raise ValueError("give at least 1 seed")
         duplicates = sorted(s for s, n in Counter(seeds).items() if n > 1)  # linear: 10^5 seeds
         if duplicates:
             raise ValueError(f"seeds must be distinct; repeated: {duplicates}")
@@ -272,6 +272,8 @@ def dotted(loc: tuple[Any, ...]) -> str:
     """('factors', 'width', 'levels', 0) -> 'factors.width.levels[0]'."""
     out = ""
     for part in loc:
+        if isinstance(part, str) and "[" in part and not part.startswith("["):
+            continue  # a union member's label (`list[int]`, `function-after[...]`), no field
         if isinstance(part, int):
             out += f"[{part}]"
         else:

@@ -33,7 +33,7 @@ def test_every_variant_runs_every_seed_and_pilot_defaults_to_essentials(
     runs = planned_runs(plan, plan_hash(plan))
     main = [r for r in runs if r.phase == "main"]
     pilot = [r for r in runs if r.phase == "pilot"]
-    assert len(main) == len(variants(plan)) * len(plan.seeds)
+    assert len(main) == len(variants(plan)) * len(plan.seed_list)
     assert {r.variant for r in pilot} == {"control", "width=16", "width=128"}
     assert {r.seed for r in pilot} == {0} and {r.steps for r in pilot} == {100}
     assert len({r.run_id for r in runs}) == len(runs)
