@@ -212,6 +212,7 @@ def _check_registered(
                 )
     for run_id in rows.keys() - planned.keys():
         problems.append(Problem(MANIFEST, f"run {run_id} is not registered by plan.yaml"))
+    _check_unneeded(manifest, planned, rows, found)
     ended = manifest.gate is not None and manifest.gate.decision in ("reframe", "fix")
     passed = manifest.preflight is not None and manifest.preflight.passed
     for run_id, row in rows.items():
@@ -222,6 +223,26 @@ def _check_registered(
             problems.append(
                 Problem(MANIFEST, f"run {run_id} is pending: the campaign did not finish")
             )
+
+
+def _check_unneeded(
+    manifest: Manifest, planned: dict[str, Any], rows: dict[str, ManifestRun], found: Verification
+) -> None:
+    """`unneeded` rows are exactly the main runs the recorded looks never needed."""
+    from ablations.analysis.looks import Looks, unneeded_runs
+
+    finished = {r for r, row in rows.items() if row.status not in ("pending", "unneeded")}
+    main = [run for run in planned.values() if run.phase == "main"]
+    expected = unneeded_runs(Looks(looks=manifest.looks), main, finished)
+    marked = {r for r, row in rows.items() if row.status == "unneeded"}
+    for run_id in sorted(marked - expected):
+        found.problems.append(
+            Problem(MANIFEST, f"run {run_id} is unneeded, but the looks in it needed that run")
+        )
+    for run_id in sorted(expected - marked):
+        found.problems.append(
+            Problem(MANIFEST, f"run {run_id} is {rows[run_id].status}; the looks never needed it")
+        )
 
 
 def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verification) -> None:
