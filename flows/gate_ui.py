@@ -84,7 +84,7 @@ def recommendation_markdown(recommendation: GateDecision) -> str:
         f"## Gate: the policy recommends **{recommendation.decision}**\n\n"
         f"{recommendation.reason}\n\n"
         f"Runs it would drop: {', '.join(recommendation.drop) or 'none'}\n\n"
-        f"{numbers_table(recommendation.numbers)}\n"
+        f"{numbers_table(recommendation.numbers)}\n{sizing_markdown(recommendation)}"
     )
 
 
@@ -93,8 +93,15 @@ def decision_markdown(decision: GateDecision) -> str:
     return (
         f"## Gate decision: **{decision.decision}** ({decision.source})\n\n"
         f"{decision.reason}\n\nDropped: {len(decision.drop)} runs\n\n"
-        f"{numbers_table(decision.numbers)}\n"
+        f"{numbers_table(decision.numbers)}\n{sizing_markdown(decision)}"
     )
+
+
+def sizing_markdown(decision: GateDecision) -> str:
+    """The seeds each variant needs and the expected/worst-case time, as lines."""
+    if decision.sizing is None:
+        return ""
+    return "\n" + "\n".join(f"    {line}" for line in decision.sizing.lines()) + "\n"
 
 
 def ask_in_ui(recommendation: GateDecision, main: list[PlannedRun], timeout_s: int) -> GateDecision:
