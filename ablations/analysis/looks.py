@@ -97,6 +97,10 @@ class Looks(BaseModel):
         return final
 
 
+BUDGET_ENDED = "ended by the budget, not the data"
+"""How the note of a variant the window could no longer pay for begins."""
+
+
 def budget_note(judgement: Judgement) -> str:
     """Why a variant the budget ended has no claim, and what it would have needed."""
     need = f"; it would need about {judgement.seeds_needed} seeds" if judgement.seeds_needed else ""

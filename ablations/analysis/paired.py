@@ -20,6 +20,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 from scipy import special
 
+from ablations.analysis.looks import BUDGET_ENDED
 from ablations.analysis.sequential import Judgement, fixed_design, judge_look
 from ablations.analysis.verdicts import interval_verdict, runs_verdict, trimmed_note
 from ablations.plan.sections import Category, MetricSection, Verdict
@@ -272,6 +273,16 @@ def _judged_once(
     return judge_look(design, 0, metric, diffs)
 
 
+def _note(effect: Effect, judgement: Judgement) -> str:
+    """Why the verdict is what it is: the interval's own note, unless the looks ended the
+    variant early (futility, the budget), plus the seeds an open one would need."""
+    if judgement.futile or judgement.note.startswith(BUDGET_ENDED):
+        return judgement.note
+    if judgement.verdict == "inconclusive" and judgement.seeds_needed and judgement.n_pairs >= 2:
+        return f"{effect.note}; about {judgement.seeds_needed} seeds would decide it"
+    return effect.note
+
+
 def _with_judgement(effect: Effect, judgement: Judgement | None) -> Effect:
     """The effect on the seeds its deciding look saw, with that look's corrected interval."""
     if judgement is None:
@@ -283,7 +294,7 @@ def _with_judgement(effect: Effect, judgement: Judgement | None) -> Effect:
         "seeds_needed": judgement.seeds_needed,
         "futile": judgement.futile,
         "verdict": judgement.verdict,
-        "note": judgement.note if judgement.n_pairs >= 2 else effect.note,
+        "note": _note(effect, judgement),
     }
     if judgement.n_pairs:
         update.update(

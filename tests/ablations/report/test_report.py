@@ -55,7 +55,8 @@ def synthetic(tmp_path: Path) -> Synthetic:
 def test_build_report_writes_the_markdown_and_three_plots(
     tmp_path: Path, synthetic: Synthetic
 ) -> None:
-    markdown = build_report(tmp_path, inputs_of(tmp_path, synthetic))
+    inputs = inputs_of(tmp_path, synthetic)
+    markdown = build_report(tmp_path, inputs)
     assert (tmp_path / REPORT_FILE).read_text() == markdown
     for name in (EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG):
         data = (tmp_path / name).read_bytes()
@@ -72,15 +73,19 @@ def test_build_report_writes_the_markdown_and_three_plots(
     wide = row_of(markdown, "width=128")
     assert wide[2] == "3"  # pairs
     assert wide[5] == "+0.0350"  # mean difference
-    assert wide[7] == "[+0.0226, +0.0474]"  # 95% interval, as scipy's ttest_rel gives it
-    assert wide[9] == "**better**"
-    assert row_of(markdown, "depth=1")[9] == "**worse**"
-    assert row_of(markdown, "optimizer=sgd")[9] == "**equivalent**"
-    assert row_of(markdown, "width=16")[9] == "**fails threshold**"
+    effect = next(e for e in inputs.effects if e.variant == "width=128")
+    # the adjusted interval (corrected across the five variants), as the analysis computed it
+    assert wide[7] == f"[{effect.ci_low:+.4f}, {effect.ci_high:+.4f}]"
+    assert effect.level is not None and effect.level > 0.95
+    assert wide[8] == "-"  # a folder without looks: judged once, at the end
+    assert wide[10] == "**better**"
+    assert row_of(markdown, "depth=1")[10] == "**worse**"
+    assert row_of(markdown, "optimizer=sgd")[10] == "**equivalent**"
+    assert row_of(markdown, "width=16")[10] == "**fails threshold**"
 
     single = row_of(markdown, "dropout=0.3")
     assert single[2] == "1" and single[7] == "-" and single[6] == "-"  # no sd, no interval
-    assert single[9] == "**failed**" and "2/3 seeds failed" in single[10]
+    assert single[10] == "**failed**" and "2/3 seeds failed" in single[11]
 
     stopped = row_of(markdown, synthetic.run("width=16", 2).planned.run_id)
     assert stopped[4] == "stopped" and STOP_MESSAGE in stopped[6]
