@@ -17,7 +17,7 @@ import yaml
 
 from ablations.budget import Projection, project
 from ablations.campaign.executor import Executor
-from ablations.campaign.folder import CampaignFolder
+from ablations.campaign.folder import REFRAME_DRAFT, CampaignFolder
 from ablations.campaign.gate import GateDecision, auto_decision
 from ablations.campaign.specs import spec_for
 from ablations.campaign.state import (
@@ -29,6 +29,7 @@ from ablations.campaign.state import (
     registration_of,
     save_record,
 )
+from ablations.crash_points import AFTER_GATE, crash_point
 from ablations.errors import InputError
 from ablations.plan.variants import CONTROL
 from ablations.records import PreflightReport, RunRecord
@@ -117,10 +118,24 @@ def gate_decided(out_dir: Path) -> bool:
 
 def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:
     """Persist the decision once: trimmed runs get records; reframe gets a draft plan; fix
-    nothing beside gate.json, which the next attempt replaces."""
+    nothing beside gate.json, which the next attempt replaces.
+
+    gate.json is written first and everything else is derived from it, here and again on
+    every restart: a campaign killed in between completes what the recorded decision says
+    (never trimmed records without the decision that trimmed them)."""
     known = _recorded_gate(out_dir)
-    if known is not None:
-        return known
+    if known is None:
+        decision = decision.model_copy(update={"decided_at": time.time()})  # the timeline's gate
+        CampaignFolder(out_dir).write_gate(decision)
+        crash_point(AFTER_GATE)
+    else:
+        decision = known
+    _apply_gate(out_dir, decision)
+    return decision
+
+
+def _apply_gate(out_dir: Path, decision: GateDecision) -> None:
+    """The files a recorded decision implies: a record per trimmed run, a reframe's draft."""
     main = {r.run_id: r for r in phase_runs(out_dir, "main")}
     for run_id in decision.drop:
         run = main[run_id]
@@ -136,11 +151,9 @@ def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:
                     status="trimmed",
                 ),
             )
-    if decision.decision == "reframe":
+    folder = CampaignFolder(out_dir)
+    if decision.decision == "reframe" and not (folder.root / REFRAME_DRAFT).exists():
         write_reframe_draft(out_dir, decision.reason)
-    decision = decision.model_copy(update={"decided_at": time.time()})  # the timeline's gate
-    CampaignFolder(out_dir).write_gate(decision)
-    return decision
 
 
 def write_reframe_draft(out_dir: Path, reason: str) -> Path:

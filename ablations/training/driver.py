@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import random
 import statistics
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ablations.atomic import atomic_write_bytes, atomic_write_text
 from ablations.campaign.folder import METRICS, MODELS, PREDICTIONS
 from ablations.errors import WorkloadError
 from ablations.hooks import CheckpointHook, RunHistory
@@ -403,29 +403,14 @@ def export_run(out_dir: Path, run_id: str, loop: RunLoop, *, model: bool = False
         weights = {k: v.detach().cpu() for k, v in loop.workload.model.state_dict().items()}
         buffer = io.BytesIO()
         torch.save(weights, buffer)
-        _write_bytes(out_dir / files["model"], buffer.getvalue())
+        atomic_write_bytes(out_dir / files["model"], buffer.getvalue())
     return files
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Write through a temporary file beside `path`, then rename (as `_write_csv`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
 def _write_csv(path: Path, header: list[str], rows: Iterable[Iterable[object]]) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)  # floats as repr: they read back bit for bit
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    """Write the whole CSV through the folder's atomic writer: readers never see half a file."""
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(header)
+    writer.writerows(rows)  # floats as repr: they read back bit for bit
+    atomic_write_text(path, text.getvalue())
