@@ -30,8 +30,9 @@ from ablations.campaign.state import (
     save_record,
 )
 from ablations.crash_points import AFTER_GATE, crash_point
-from ablations.errors import InputError
+from ablations.errors import CampaignInterrupted, InputError
 from ablations.plan.variants import CONTROL
+from ablations.preemption import TERMINATE
 from ablations.records import PreflightReport, RunRecord
 
 
@@ -83,9 +84,13 @@ def execute_registered_run(out_dir: Path, run_id: str, executor: Executor) -> Ru
     run = next((r for r in registered_runs(out_dir) if r.run_id == run_id), None)
     if run is None:
         raise InputError(f"run {run_id!r} is not registered in {out_dir}")
+    if TERMINATE.requested:  # a campaign asked to stop starts nothing new
+        raise CampaignInterrupted(f"run {run_id} not started: {TERMINATE.reason} received")
     spec = spec_for(plan, registration, run)
     record = executor.run(spec)
     save_record(out_dir, record)
+    if record.interrupted:  # recorded (a rerun resumes it); nothing of the campaign goes on
+        raise CampaignInterrupted(f"run {run_id}: {record.error}")
     return record
 
 
