@@ -44,6 +44,7 @@ def _execute(spec: RunSpec) -> RunRecord:
     return execute(spec, CheckpointManager(spec))
 
 
+@pytest.mark.slow  # three runs: straight through, stopped, resumed
 @pytest.mark.usefixtures("sigterm_sets_the_request")
 def test_sigterm_commits_the_current_step_and_the_resumed_run_is_bitwise_equal(
     tmp_path: Path,
