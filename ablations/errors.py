@@ -63,5 +63,10 @@ class StoreError(InfrastructureError):
     """Checkpoint or artifact storage is unreachable, corrupt or refused."""
 
 
+class CampaignInterrupted(InfrastructureError):
+    """A SIGTERM stopped the campaign: its running runs committed their steps and a rerun
+    resumes them (`ablations.preemption`)."""
+
+
 class WorkloadError(InputError):
     """The user's workload could not be imported or does not follow the protocol."""

@@ -81,6 +81,9 @@ def rejection_of(spec: RunSpec, metrics: dict[str, float], step: int) -> Rejecti
 FailureCause = Literal["workload", "infrastructure"]
 """workload: the run's own code raised (a rerun would fail the same way); infrastructure: its
 worker process or host was lost (a rerun retries it from its last checkpoint)."""
+INTERRUPTED = "Interrupted"
+"""The error type of a run stopped by a SIGTERM (`ablations.preemption`): an infrastructure
+cause, resumed by a rerun from the checkpoint it committed at its step."""
 LOST_WORKER_ERRORS = ("WorkerCrashed", "WorkerLost")
 """Error types of runs that never reported back: their records predate `cause`."""
 
@@ -265,6 +268,11 @@ class RunRecord(Record):
             and self.error is not None
             and (self.error.cause == "infrastructure")
         )
+
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by a SIGTERM (preemption): lost, with a checkpoint at its last step."""
+        return self.lost and self.error is not None and self.error.type == INTERRUPTED
 
 
 class PreflightReport(Record):

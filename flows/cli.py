@@ -7,7 +7,10 @@ line in `ablations.cli` never imports Prefect.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,10 +21,11 @@ from ablations.campaign.lock import hold_folder
 from ablations.campaign.state import existing_registration
 from ablations.cli.arguments import positive_seconds
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
-from ablations.errors import PlanError, Problem
+from ablations.errors import CampaignInterrupted, PlanError, Problem
 from ablations.outputs.manifest import Manifest
 from ablations.plan.io import load_plan, workload_module_problem
 from ablations.plan.model import Plan
+from ablations.preemption import TERMINATE, listen_for_sigterm
 from ablations.slots.devices import SlotSpec
 from ablations.slots.local import LocalSlots, local_slots_for, warmup_for
 
@@ -87,30 +91,76 @@ def run_command(args: argparse.Namespace) -> int:
         from flows.pool import PoolExecutor
 
         pool = PoolExecutor.for_plan(plan, args.pool, args.devices, args.heartbeat_timeout)
+    opened: list[LocalSlots] = []
+    if local and plan.checkpoint.on_terminate:
+        _save_on_sigterm(plan, out_dir, opened)
     # One writer per folder, before anything is written to it (or a server started for it).
     with hold_folder(out_dir):
         # Now, so it comes up while everything below runs (with --pool the runs' hosts need a
         # server they can reach, which a temporary one on loopback is not).
         server = start_unless_configured() if local else None
         try:
-            with _executor(plan, str(args.plan), out_dir, slots, pool) as executor:
+            with _executor(plan, str(args.plan), out_dir, slots, pool, opened) as executor:
                 return _run_campaign(args, plan, out_dir, executor, server)
-        except BaseException:
+        except BaseException as exc:
             if server is not None:  # at once; a finished campaign stops it after Prefect's drains
                 server.stop()
+            if TERMINATE.requested:  # the slots are closed: every run saved what it could
+                raise CampaignInterrupted(
+                    f"{TERMINATE.reason} received: the running runs committed a checkpoint at "
+                    f"their step; rerun `ablate run {args.plan} --out {out_dir}` to resume them"
+                ) from exc
             raise
+
+
+def _save_on_sigterm(plan: Plan, out_dir: Path, opened: list[LocalSlots]) -> None:
+    """On SIGTERM, pass it on to the slot workers (each run commits its current step, see
+    `ablations.preemption`); the campaign then ends with one line, exit 1. Should anything
+    hang, the process exits anyway once the grace period is over."""
+    grace = plan.checkpoint.terminate_grace_seconds
+
+    def give_up() -> None:
+        print(
+            f"error: {TERMINATE.reason} received and the campaign did not stop within "
+            f"{grace:g} s (checkpoint.terminate_grace_seconds); rerun with --out {out_dir}",
+            file=sys.stderr,
+        )
+        os._exit(EXIT_INTERNAL)
+
+    def forward() -> None:
+        for executor in opened:
+            executor.terminate()
+        # os.write: a signal handler must not re-enter a buffered stream the main thread uses.
+        os.write(
+            sys.stderr.fileno(),
+            f"{TERMINATE.reason}: the running runs commit their current step and stop "
+            f"(grace {grace:g} s)\n".encode(),
+        )
+        # A little after the workers' own deadline, so their exits come first.
+        deadline = threading.Timer(grace + 2.0, give_up)
+        deadline.daemon = True
+        deadline.start()
+
+    listen_for_sigterm(then=forward)
 
 
 @contextmanager
 def _executor(
-    plan: Plan, source: str, out_dir: Path, slots: list[SlotSpec], pool: PoolExecutor | None
+    plan: Plan,
+    source: str,
+    out_dir: Path,
+    slots: list[SlotSpec],
+    pool: PoolExecutor | None,
+    opened: list[LocalSlots],
 ) -> Iterator[Executor]:
     """The pool's executor, or this machine's slots: their workers start now, so their
-    imports overlap the server's start, and the workload's import is checked in the first."""
+    imports overlap the server's start, and the workload's import is checked in the first.
+    The slots are added to `opened` (a SIGTERM is passed on to their workers)."""
     if pool is not None:
         yield pool
         return
     with LocalSlots.open(slots, warmup_for(plan, out_dir)) as executor:
+        opened.append(executor)
         problem = executor.workload_problem()
         if problem is not None:
             raise PlanError([Problem("workload.entry", problem, plan.workload.entry)], source)
@@ -135,19 +185,43 @@ def _run_campaign(
         task_runner=ThreadPoolTaskRunner(max_workers=len(executor.slots))  # type: ignore[arg-type]
     )
     with campaign_api(server):
-        manifest_path = campaign(
-            plan_path=str(args.plan),
-            out_dir=str(out_dir),
-            gate=args.gate or "plan",  # the flow's form has no null: empty means "not given"
-            devices=args.devices or "",
-            pool=args.pool or "",
-            heartbeat_timeout_s=args.heartbeat_timeout,
+        manifest_path = _off_the_main_thread(
+            lambda: campaign(
+                plan_path=str(args.plan),
+                out_dir=str(out_dir),
+                gate=args.gate or "plan",  # the flow's form has no null: empty means "not given"
+                devices=args.devices or "",
+                pool=args.pool or "",
+                heartbeat_timeout_s=args.heartbeat_timeout,
+            )
         )
     manifest = CampaignFolder(Path(manifest_path).parent).manifest()
     _print_outcome(manifest, out_dir)
     # A defect of the workload or data stopped the campaign before its pilot: not a success.
     fixing = manifest.gate is not None and manifest.gate.decision == "fix"
     return EXIT_INTERNAL if fixing else EXIT_OK
+
+
+def _off_the_main_thread(call: Callable[[], str]) -> str:
+    """Run the flow in a thread while the main thread waits, free to handle a SIGTERM at once.
+    In the main thread Prefect would install its own handler, which ends the flow only once
+    its running tasks return: the runs would train to their end before being told to save."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # raised again in the main thread below
+            outcome["error"] = exc
+
+    # A daemon: a Ctrl-C in the main thread ends the process without waiting for the flow.
+    thread = threading.Thread(target=target, name="campaign-flow", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.2)
+    if "error" in outcome:
+        raise outcome["error"]
+    return str(outcome["value"])
 
 
 def _print_outcome(manifest: Manifest, out_dir: Path) -> None:

@@ -6,20 +6,20 @@
     folder.manifest()                     # DIR/manifest.json as a `Manifest` (read once)
 
 The names below are the output contract (DESIGN.md); no other module spells them. Every write
-goes through a temporary file and a rename (`atomic_write_text`), so a reader never sees half a
-file. Reads return pydantic models, or None where the file does not exist (yet).
+goes through a temporary file and a rename (`ablations.atomic`), so a reader never sees half a
+file, and the rename is made durable. Reads return pydantic models, or None where the file
+does not exist (yet).
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from ablations.atomic import atomic_write_text
 from ablations.outputs.manifest import MANIFEST, Manifest, read_manifest
 from ablations.records import PreflightReport, RunRecord
 
@@ -86,23 +86,6 @@ TOP_LEVEL = frozenset(
     }
 )
 """Every name the top of an output folder may hold (besides a relative store's folder)."""
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write through a temporary file and rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.filename is None:  # name the file it was for
-            raise OSError(exc.errno, exc.strerror, str(path)) from exc
-        raise
 
 
 class Registration(BaseModel):

@@ -23,6 +23,7 @@ from ablations.campaign.folder import (
     atomic_write_text,
     parsed_plan,
 )
+from ablations.crash_points import AFTER_PLAN, crash_point
 from ablations.errors import CampaignConflictError, InfrastructureError, InputError
 from ablations.outputs.manifest import NotACampaignFolder, read_manifest
 from ablations.plan.io import parse_yaml
@@ -77,11 +78,38 @@ def existing_registration(plan: Plan, out_dir: Path) -> Registration | None:
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{out_dir} exists and is not a folder; choose another --out")
     _check_creatable(out_dir)
-    if out_dir.exists() and any(p.name != LOCK for p in out_dir.iterdir()):
+    if out_dir.exists() and any(not _registering(p) for p in out_dir.iterdir()):
         raise InputError(
             f"{out_dir} is not empty and holds no registered campaign; choose another --out"
         )
+    _check_unregistered_plan(out_dir, plan, digest)
     return None
+
+
+def _registering(path: Path) -> bool:
+    """What a registration killed half way leaves (or the lock of the run about to start):
+    the plan's copy, the temporaries of it and of registration.json."""
+    name = path.name
+    temporary = name.startswith((f".{PLAN}.", f".{REGISTRATION}.")) and name.endswith(".tmp")
+    return name in (LOCK, PLAN) or temporary
+
+
+def _check_unregistered_plan(out_dir: Path, plan: Plan, digest: str) -> None:
+    """A plan.yaml without registration.json is a registration killed between its two writes:
+    this campaign's (same hash) registers again over it, any other plan is refused."""
+    path = out_dir / PLAN
+    if not path.is_file():
+        return
+    try:
+        text = path.read_text(encoding="utf-8")
+        found = plan_hash(parse_plan(parse_yaml(text, str(path)), str(path)))
+    except (OSError, UnicodeDecodeError, InputError):
+        found = "unreadable"
+    if found != digest:
+        raise CampaignConflictError(
+            f"{out_dir} holds an unregistered plan.yaml hashing to {found}; this plan "
+            f"({plan.campaign.id!r}) hashes to {digest}. Choose another --out."
+        )
 
 
 def _check_creatable(out_dir: Path) -> None:
@@ -114,7 +142,11 @@ def register(plan_text: str, out_dir: Path, source: str = "plan") -> Registratio
             registered_at=time.time(),
         )
         folder = CampaignFolder(out_dir)
+        remove_leftover_temporaries(out_dir)  # a killed registration's (we hold the lock)
+        # The plan first: registration.json marks a complete registration, and a plan.yaml
+        # without one (killed in between) is recognized by its hash on the next attempt.
         folder.write_plan(plan_text)
+        crash_point(AFTER_PLAN)
         folder.write_registration(registration)
     except OSError as exc:
         raise InfrastructureError(f"cannot write the output folder {out_dir}: {exc}") from exc

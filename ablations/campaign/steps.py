@@ -17,7 +17,7 @@ import yaml
 
 from ablations.budget import Projection, project
 from ablations.campaign.executor import Executor
-from ablations.campaign.folder import CampaignFolder
+from ablations.campaign.folder import REFRAME_DRAFT, CampaignFolder
 from ablations.campaign.gate import GateDecision, auto_decision
 from ablations.campaign.specs import spec_for
 from ablations.campaign.state import (
@@ -29,8 +29,10 @@ from ablations.campaign.state import (
     registration_of,
     save_record,
 )
-from ablations.errors import InputError
+from ablations.crash_points import AFTER_GATE, crash_point
+from ablations.errors import CampaignInterrupted, InputError
 from ablations.plan.variants import CONTROL
+from ablations.preemption import TERMINATE
 from ablations.records import PreflightReport, RunRecord
 
 
@@ -82,9 +84,13 @@ def execute_registered_run(out_dir: Path, run_id: str, executor: Executor) -> Ru
     run = next((r for r in registered_runs(out_dir) if r.run_id == run_id), None)
     if run is None:
         raise InputError(f"run {run_id!r} is not registered in {out_dir}")
+    if TERMINATE.requested:  # a campaign asked to stop starts nothing new
+        raise CampaignInterrupted(f"run {run_id} not started: {TERMINATE.reason} received")
     spec = spec_for(plan, registration, run)
     record = executor.run(spec)
     save_record(out_dir, record)
+    if record.interrupted:  # recorded (a rerun resumes it); nothing of the campaign goes on
+        raise CampaignInterrupted(f"run {run_id}: {record.error}")
     return record
 
 
@@ -117,10 +123,24 @@ def gate_decided(out_dir: Path) -> bool:
 
 def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:
     """Persist the decision once: trimmed runs get records; reframe gets a draft plan; fix
-    nothing beside gate.json, which the next attempt replaces."""
+    nothing beside gate.json, which the next attempt replaces.
+
+    gate.json is written first and everything else is derived from it, here and again on
+    every restart: a campaign killed in between completes what the recorded decision says
+    (never trimmed records without the decision that trimmed them)."""
     known = _recorded_gate(out_dir)
-    if known is not None:
-        return known
+    if known is None:
+        decision = decision.model_copy(update={"decided_at": time.time()})  # the timeline's gate
+        CampaignFolder(out_dir).write_gate(decision)
+        crash_point(AFTER_GATE)
+    else:
+        decision = known
+    _apply_gate(out_dir, decision)
+    return decision
+
+
+def _apply_gate(out_dir: Path, decision: GateDecision) -> None:
+    """The files a recorded decision implies: a record per trimmed run, a reframe's draft."""
     main = {r.run_id: r for r in phase_runs(out_dir, "main")}
     for run_id in decision.drop:
         run = main[run_id]
@@ -136,11 +156,9 @@ def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:
                     status="trimmed",
                 ),
             )
-    if decision.decision == "reframe":
+    folder = CampaignFolder(out_dir)
+    if decision.decision == "reframe" and not (folder.root / REFRAME_DRAFT).exists():
         write_reframe_draft(out_dir, decision.reason)
-    decision = decision.model_copy(update={"decided_at": time.time()})  # the timeline's gate
-    CampaignFolder(out_dir).write_gate(decision)
-    return decision
 
 
 def write_reframe_draft(out_dir: Path, reason: str) -> Path:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
+from pathlib import Path
 
 from ablations.checkpoint import commit, fence, state
 from ablations.checkpoint.commit import ForeignCheckpoint, Identity, RefusedCheckpoint
@@ -40,6 +42,9 @@ class CheckpointManager:
         self.superseded: str | None = None
         self.expected_step = spec.resume_step
         self.store = store if store is not None else open_store(self.section)
+        # Notes land in the manifest: a store inside the output folder is named relative to
+        # it, as the plan wrote it, so a moved folder verifies (no absolute path into it).
+        self.store_name = _store_name(self.section.store, spec.out_dir)
         self.policy = IntervalPolicy(self.section)
         self.saver = Saver(retry or Retry())
         self.summary = CheckpointSummary()
@@ -80,7 +85,7 @@ class CheckpointManager:
             # e.g. a memory:// store lives in one worker process: the pilot's ran elsewhere
             self.summary.note = (
                 f"the pilot's checkpoint at step {self.expected_step} was not found in "
-                f"{self.section.store}: trained from step {step}"
+                f"{self.store_name}: trained from step {step}"
             )
             log.warning("run %s: %s", self.identity.run_id, self.summary.note)
         self.policy.start(step, 0.0)
@@ -153,3 +158,12 @@ class CheckpointManager:
                 self.identity.run_id, summary.failures, summary.last_error,
             )  # fmt: skip
         return summary.model_copy()
+
+
+def _store_name(store: str, out_dir: str | None) -> str:
+    """`file://checkpoints` for a store inside the output folder; any other store as given."""
+    scheme, _, path = store.partition("://")
+    if scheme != "file" or out_dir is None or not os.path.isabs(path):
+        return store
+    inside = os.path.relpath(path, os.path.abspath(out_dir))
+    return store if inside.startswith("..") else f"file://{Path(inside).as_posix()}"

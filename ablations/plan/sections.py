@@ -376,6 +376,15 @@ class CheckpointSection(Section):
     """Most training time you accept to lose to an interruption; caps the `auto` interval."""
     keep_last: PositiveInt = 2
     """Committed checkpoints kept per run; the only committed one is never deleted."""
+    on_terminate: bool = True
+    """On SIGTERM (a spot or rented machine reclaimed, a scheduler stopping the job) each
+    running run commits a checkpoint at its current step, is recorded as interrupted and its
+    process exits; a rerun resumes it from that step. Off: SIGTERM ends the processes at once
+    and the work since the last interval checkpoint is lost."""
+    terminate_grace_seconds: PositiveFloat = 30.0
+    """Seconds after SIGTERM within which the runs commit and every process exits; past it
+    they are ended without their save. 30 s is Kubernetes' default grace and GCP's spot
+    notice (AWS gives 120 s): keep it below what your platform allows."""
 
     def in_folder(self, folder: str) -> CheckpointSection:
         """This section with a relative `file://` store placed inside the campaign's output

@@ -26,6 +26,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from ablations.atomic import atomic_write_text
 from ablations.campaign.folder import PROBE_JSON, PROBE_MD
 from ablations.errors import InputError, WorkloadError
 from ablations.plan.model import Plan, plan_hash
@@ -236,8 +237,9 @@ def markdown(result: ProbeResult) -> str:
 
 def write(result: ProbeResult, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / PROBE_JSON).write_text(result.model_dump_json(indent=2))
-    (out_dir / PROBE_MD).write_text(markdown(result))
+    # Atomic: plan, budget and run read probe.json beside the plan; never half of one.
+    atomic_write_text(out_dir / PROBE_JSON, result.model_dump_json(indent=2))
+    atomic_write_text(out_dir / PROBE_MD, markdown(result))
 
 
 def read(path: Path) -> ProbeResult:

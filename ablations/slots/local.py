@@ -39,6 +39,8 @@ def warmup_for(plan: Plan, out_dir: Path) -> Warmup:
         workload_entry=plan.workload.entry,
         restart_check=check and not (known is not None and known.passed),
         results=True,
+        on_terminate=plan.checkpoint.on_terminate,
+        terminate_grace_seconds=plan.checkpoint.terminate_grace_seconds,
     )
 
 
@@ -112,6 +114,11 @@ class LocalSlots:
 
     def _workers(self) -> list[SlotWorker]:
         return [*self.pool.slots, *([self._spare] if self._spare else [])]
+
+    def terminate(self) -> None:
+        """Pass a SIGTERM on to every worker (returns at once): each run commits its step."""
+        for worker in self._workers():
+            worker.terminate()
 
     def close(self, *, wait: bool = True) -> None:
         """Stop every worker: all asked at once, so each exit overlaps the others'."""

@@ -44,7 +44,24 @@ def exit_when_parent_goes(conn: Connection, parent_pid: int) -> None:
         poller.register(conn.fileno(), _HANGUP)
         while True:
             hangup = any(event & _HANGUP for _, event in poller.poll(_WATCH_SECONDS * 1000))
+            if _outliving.is_set():  # terminating: its own deadline ends it (`outlive_parent`)
+                return
             if hangup or os.getppid() != parent_pid:
                 os._exit(1)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+_outliving = threading.Event()
+
+
+def outlive_parent(seconds: float) -> None:
+    """After a SIGTERM: keep this child alive if its parent dies now (a run is committing the
+    checkpoint of its step: the parent's death no longer kills it), and exit (status 1) once
+    `seconds` have passed, whatever it is doing then."""
+    _outliving.set()
+    if PRCTL is not None:
+        PRCTL(PR_SET_PDEATHSIG, 0)
+    deadline = threading.Timer(seconds, os._exit, args=(1,))
+    deadline.daemon = True
+    deadline.start()

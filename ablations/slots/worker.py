@@ -28,6 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ablations.preemption import TERMINATE, listen_for_sigterm
 from ablations.preflight.across import PreflightStart
 from ablations.preflight.verdict import Continuation
 from ablations.progress import say
@@ -49,7 +50,11 @@ from ablations.slots.messages import (
     WorkerLost,
     job_error,
 )
-from ablations.slots.parent_watch import die_with_parent, exit_when_parent_goes
+from ablations.slots.parent_watch import (
+    die_with_parent,
+    exit_when_parent_goes,
+    outlive_parent,
+)
 from ablations.training.warmup import preload_for_training, prepare_torch_process
 
 if TYPE_CHECKING:
@@ -69,6 +74,11 @@ class Warmup:
     results: bool = False
     """This slot writes the results at the end: it imports their libraries (pandas,
     matplotlib, optuna: seconds) in the background while it waits for its first job."""
+    on_terminate: bool = True
+    """A SIGTERM makes the worker's run commit its step and the worker exit (the plan's
+    `checkpoint.on_terminate`); off, SIGTERM kills the worker at once."""
+    terminate_grace_seconds: float = 30.0
+    """After a SIGTERM the worker exits within this, saved or not."""
 
 
 def _serve(
@@ -79,8 +89,13 @@ def _serve(
     results: bool,
     parent_pid: int,
     signal_on_parent_death: bool,
+    terminate_grace_seconds: float | None,
 ) -> None:
-    """The child's main loop: receive jobs, do them, send each one's reply."""
+    """The child's main loop: receive jobs, do them, send each one's reply. With a grace
+    period, a SIGTERM ends the run in progress at its next step with a checkpoint there
+    (`ablations.preemption`) and the child after that run's reply."""
+    if terminate_grace_seconds is not None:
+        listen_for_sigterm(then=functools.partial(outlive_parent, terminate_grace_seconds))
     # Die with the campaign process, kill -9 included, even mid-run: nothing of a dead
     # campaign trains on or writes the store. The signal only when the main thread started
     # this child (it follows the starting thread); the pipe's hang-up in every case.
@@ -103,7 +118,13 @@ def _serve(
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
-        conn.send(_do(message))
+        reply = _do(message)
+        with contextlib.suppress(OSError):  # a parent gone while its run saved: nobody to tell
+            conn.send(reply)
+        if TERMINATE.requested:  # asked to stop: its run (if any) has committed and replied
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
 
 
 def _do(job: Job) -> Reply:
@@ -187,6 +208,7 @@ class SlotWorker:
                 self.warmup.results,
                 os.getpid(),
                 threading.current_thread() is threading.main_thread(),
+                self.warmup.terminate_grace_seconds if self.warmup.on_terminate else None,
             ),
             name=f"ablate-slot-{self.slot.name}",
             daemon=True,
@@ -247,6 +269,8 @@ class SlotWorker:
                 slot=self.slot.name, started_at=started, ended_at=time.time(),
             )  # fmt: skip
         record = RunRecord.model_validate_json(reply.body)
+        if record.interrupted:  # its worker exits after this reply: a next run starts afresh
+            self.close()
         return record.model_copy(update={"slot": self.slot.name})
 
     def preflight(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightReport:
@@ -323,7 +347,11 @@ class SlotWorker:
                 self._conn.send(job)
             except OSError:
                 return None
-            received, reply = self._receive()
+            try:
+                received, reply = self._receive()
+            except BaseException:  # this process is being stopped (Prefect raises on SIGTERM)
+                self.terminate(wait=True)  # the child's run commits its step before it goes
+                raise
             return reply if received else None
 
     def _crashed(self, spec: RunSpec, started: float) -> RunRecord:
@@ -343,13 +371,28 @@ class SlotWorker:
             ended_at=time.time(),
         )
 
+    def terminate(self, *, wait: bool = False) -> None:
+        """Pass a SIGTERM on to the worker: its run commits its current step and the worker
+        exits (`wait`: within the grace period). Without `on_terminate`, it is killed."""
+        process = self._process
+        if process is None or not process.is_alive():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGTERM)
+        if wait:
+            process.join(timeout=TERMINATE.remaining(self.warmup.terminate_grace_seconds))
+
     def close(self, *, wait: bool = True) -> None:
         """Ask the worker to finish, then make sure it is gone (`wait=False`: kill it now,
-        as when the campaign stops on an error; its run resumes from its checkpoint)."""
+        as when the campaign stops on an error; its run resumes from its checkpoint). Once
+        this process was asked to terminate, it waits for the worker's save (the grace)."""
         self.ask_to_finish()
         if self._process is None:
             return
-        self._process.join(timeout=10 if wait else 0)
+        timeout = 10.0 if wait else 0.0
+        if TERMINATE.requested and self.warmup.on_terminate:
+            timeout = TERMINATE.remaining(self.warmup.terminate_grace_seconds)
+        self._process.join(timeout=timeout)
         if self._process.is_alive():
             self._process.kill()
             self._process.join(timeout=5)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import random
 import statistics
 import time
@@ -31,10 +30,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ablations.atomic import atomic_write_bytes, atomic_write_text
 from ablations.campaign.folder import METRICS, MODELS, PREDICTIONS
 from ablations.errors import WorkloadError
 from ablations.hooks import CheckpointHook, RunHistory
+from ablations.preemption import TERMINATE
 from ablations.records import (
+    INTERRUPTED,
     CheckpointSummary,
     RunEnvironment,
     RunError,
@@ -57,6 +59,14 @@ from ablations.workload import Evaluation, Workload, load_workload
 
 RestartCheck = Callable[[RunSpec], Stop | None]
 """Returns a `restart` stop when the run's checkpoints cannot be reloaded exactly."""
+
+
+class Interrupted(Exception):
+    """A run ended by a terminate request at `step`, its checkpoint there saved or not."""
+
+    def __init__(self, step: int, *, saved: bool) -> None:
+        super().__init__(f"interrupted at step {step}")
+        self.step, self.saved = step, saved
 
 
 def seed_everything(seed: int) -> None:
@@ -97,6 +107,9 @@ class RunLoop:
         self.flush_every = rule.check_every if rule.enabled else spec.eval_every
         self._segment_start: float | None = None
         self._window_start = 0.0
+        self.interruptible = False
+        """Whether a SIGTERM (`TERMINATE`) ends this loop at the next step boundary, with a
+        checkpoint there: a run's loop is (`execute`); a preflight's restart check is not."""
 
     def prepare(self, restart_check: RestartCheck | None = None) -> Stop | None:
         """Before the first step: truncation rule, restart check, then resume (if hooked)."""
@@ -135,6 +148,8 @@ class RunLoop:
         """Train until `until` steps are done (capped at `end`); the stop if a rule fired."""
         spec, hook, workload = self.spec, self.hook, self.workload
         until = min(until, self.end)
+        # Read once per step: a plain attribute a signal handler sets (no syscall, no sync).
+        terminate = TERMINATE if self.interruptible else None
         self._begin_segment()
         try:
             while self.step < until:
@@ -156,9 +171,23 @@ class RunLoop:
                         return stop
                 if save:
                     self._save(step)
+                if terminate is not None and terminate.requested:
+                    return self._interrupt(step, saved=save)
         finally:
             self._end_segment()
         return None
+
+    def _interrupt(self, step: int, *, saved: bool) -> Stop | None:
+        """Asked to terminate: commit this step (unless just saved, or the plan says not to)
+        and raise `Interrupted`; a rule firing on the last window's losses stops it instead."""
+        stop = self.flush()
+        if stop is not None:
+            return stop
+        section = self.spec.checkpoint
+        save = self.hook is not None and section is not None and section.on_terminate
+        if save and not saved:
+            self._save(step)
+        raise Interrupted(step, saved=save)
 
     def flush(self) -> Stop | None:
         """Read the pending losses back (one device sync), record them and check them."""
@@ -273,8 +302,10 @@ def execute(
     stop: Stop | None = None
     error: RunError | None = None
     summary = CheckpointSummary()
+    interrupted: Interrupted | None = None
     try:
         loop = open_run(spec, hook, timings=timings, memory=memory)
+        loop.interruptible = True
         stop = loop.prepare(restart_check)
         if stop is None:
             stop = loop.advance(loop.end)
@@ -282,6 +313,8 @@ def execute(
             loop.evaluate_final()
     except NoUsableRestart as exc:
         stop = Stop(rule="restart", step=exc.step, message=exc.message)
+    except Interrupted as exc:
+        interrupted = exc
     except Exception as exc:  # a bug or out of memory fails this run, never the caller
         error = _error(exc)
         _record_pending(loop)
@@ -292,11 +325,14 @@ def execute(
         except Exception as exc:
             error = error or _error(exc)
         timings.checkpoint += time.perf_counter() - closing
+    if interrupted is not None:  # after close: the save at its step is committed, or not
+        error = error or _interrupted_error(interrupted, summary)
     history = loop.history if loop is not None else RunHistory()
     metrics = dict(history.evaluations[-1]) if history.evaluations else {}
     metrics.pop("step", None)
     artifacts: dict[str, str] = {}
-    if spec.out_dir is not None and loop is not None:
+    # An interrupted run is not finished: its rerun exports (and the grace period is short).
+    if spec.out_dir is not None and loop is not None and interrupted is None:
         exporting = time.perf_counter()
         # Only an accepted run's weights are a result worth keeping beside the report.
         keep_model = _status(spec, stop, error, metrics) == "accepted"
@@ -345,6 +381,21 @@ def _status(
     if value is not None and meets_threshold(value, spec.direction, spec.threshold):
         return "accepted"
     return "rejected"
+
+
+def _interrupted_error(interrupted: Interrupted, summary: CheckpointSummary) -> RunError:
+    """An infrastructure cause: the rerun resumes the run from what it committed."""
+    step = interrupted.step
+    committed = (
+        interrupted.saved and summary.uri is not None and summary.uri.endswith(f"step-{step:08d}")
+    )
+    where = (
+        f"its checkpoint at step {step} is committed; a rerun resumes from it"
+        if committed
+        else "a rerun resumes from its last committed checkpoint"
+    )
+    message = f"interrupted by {TERMINATE.reason or 'a terminate request'} at step {step}: {where}"
+    return RunError(type=INTERRUPTED, message=message, cause="infrastructure")
 
 
 def _error(exc: BaseException) -> RunError:
@@ -403,29 +454,14 @@ def export_run(out_dir: Path, run_id: str, loop: RunLoop, *, model: bool = False
         weights = {k: v.detach().cpu() for k, v in loop.workload.model.state_dict().items()}
         buffer = io.BytesIO()
         torch.save(weights, buffer)
-        _write_bytes(out_dir / files["model"], buffer.getvalue())
+        atomic_write_bytes(out_dir / files["model"], buffer.getvalue())
     return files
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Write through a temporary file beside `path`, then rename (as `_write_csv`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
 def _write_csv(path: Path, header: list[str], rows: Iterable[Iterable[object]]) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)  # floats as repr: they read back bit for bit
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    """Write the whole CSV through the folder's atomic writer: readers never see half a file."""
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(header)
+    writer.writerows(rows)  # floats as repr: they read back bit for bit
+    atomic_write_text(path, text.getvalue())

@@ -32,6 +32,8 @@ COLUMNS = {
 }
 """Columns each kind of CSV must have."""
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+TERMINAL_CODES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+"""ANSI escape sequences (colours, bold) that a message must not carry to the terminal."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,9 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.message}"
+        # A library's message may carry terminal codes (torch's unpickling error is bold):
+        # one plain line per problem, whatever the terminal or the file it goes to.
+        return TERMINAL_CODES.sub("", f"{self.file}: {self.message}")
 
 
 def _digest(path: Path) -> str:
