@@ -17,7 +17,7 @@ Why this method:
   procedures' intervals are not simultaneous ones). Both left out.
 - Across looks, the boundary is exact for the joint normal of the looks (`spending.py`), and
   the t at each look's degrees of freedom uses its nominal level. At looks 3/5/8/12 that lets
-  the last look use 0.0120 per variant instead of the 0.0103 a union bound over looks would.
+  the last look use 0.0120 per variant instead of the 0.0109 a union bound over looks would.
 - Pooling buys degrees of freedom, which is where the power at 12 seeds is: 4 variants with
   11 each. The differences share the control's noise, so the pooled variance is worth fewer
   than their sum: Satterthwaite's `(n - 1) tr(S)^2 / |S|_F^2`, S the sample covariance of the
