@@ -252,11 +252,16 @@ def seeds_to_decide(gain: float, sd: float, level: float, metric: MetricSection)
     def decides(n: int) -> bool:
         return critical_value(float(n - 1), level) * sd / math.sqrt(n) <= room
 
-    # The half-width shrinks as n grows: bisect between the normal's count (t >= z) and the cap.
+    # The half-width shrinks as n grows: from the normal's count (t >= z), double, then bisect.
     z = float(special.ndtri(0.5 + level / 2.0))
-    low, high = max(2, math.ceil((z * sd / room) ** 2)), MAX_SEEDS
-    if low > high or not decides(high):
+    low = max(2, math.ceil((z * sd / room) ** 2))
+    if low > MAX_SEEDS:
         return None
+    high = low
+    while not decides(high):
+        if high == MAX_SEEDS:
+            return None
+        low, high = high + 1, min(2 * high, MAX_SEEDS)
     while low < high:
         mid = (low + high) // 2
         low, high = (low, mid) if decides(mid) else (mid + 1, high)
