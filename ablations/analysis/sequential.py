@@ -171,8 +171,9 @@ class Judgement(BaseModel):
     futile: bool
     """Decided because a claim by the last look has become unlikely."""
     seeds_needed: int | None
-    """For an inconclusive one: seeds at which its mean and spread so far would decide at
-    this design's last level (None when its mean sits on an edge of the band)."""
+    """For one that ends inconclusive (futile, or open at the last look): seeds at which its
+    mean and spread so far would decide at this design's last level (None while it is open,
+    for a claim, and when its mean sits on an edge of the band)."""
     note: str
 
 
@@ -362,10 +363,11 @@ def _judge(
         note = f"{verdict} at look {look + 1} ({n} seeds)"
     else:
         gain = mean if metric.direction == "maximize" else -mean
-        last_level = design.boundary(len(design.looks) - 1).level
-        seeds_needed = seeds_to_decide(gain, sd, last_level, metric)
         chance = 1.0 if final else claim_chance(gain, sd, df, n, design, metric)
         futile = chance < FUTILITY
+        if final or futile:  # it ends inconclusive: say what deciding it would take
+            last_level = design.boundary(len(design.looks) - 1).level
+            seeds_needed = seeds_to_decide(gain, sd, last_level, metric)
         need = f"about {seeds_needed}" if seeds_needed else "no count (mean on an edge)"
         if final:
             note = f"inconclusive at the last look ({n} seeds); would need {need} seeds"

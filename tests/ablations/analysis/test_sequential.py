@@ -175,6 +175,7 @@ def test_minimize_flips_the_sign_and_open_variants_continue() -> None:
     wobbly = [1.5 * U, 4.5 * U, 3.0 * U]
     j = judge_look(design, 0, metric(), {"v": wobbly})["v"]
     assert not j.decided and j.note == "open: continues to 6 seeds"
+    assert j.seeds_needed is None
 
 
 def test_a_single_pair_gives_no_interval() -> None:
