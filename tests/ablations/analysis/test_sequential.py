@@ -12,10 +12,9 @@ from pydantic import ValidationError
 from scipy import stats
 from statsmodels.stats.power import TTestPower
 
+from ablations.analysis.pooling import bartlett_p, critical_value
 from ablations.analysis.sequential import (
     LookDesign,
-    bartlett_p,
-    critical_value,
     fixed_design,
     judge_look,
     seeds_for_power,
