@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from ablations.analysis.sequential import LookDesign, fixed_design, judge_look
 from ablations.analysis.spending import Spending
@@ -148,20 +149,39 @@ def correct_rate(cells: list[Cell]) -> float:
     return sum(c.correct for c in cells) / sum(c.variants for c in cells)
 
 
-def fixed_seeds_for(
-    power: float,
-    rule: DecisionRule,
-    effects: tuple[float, ...],
-    rng: np.random.Generator,
-    campaigns: int,
-) -> int:
-    """Smallest fixed design (one look) as often correct at `effects`, normal noise."""
-    for seeds in range(6, 41):  # 6: fewer never reach the powers at stake here
-        design = fixed_design(seeds, VARIANTS)
-        cells = [run_cell(rng, design, rule, e, "normal", campaigns) for e in effects]
-        if correct_rate(cells) >= power:
-            return seeds
-    return 40
+def fixed_rates(
+    rule: DecisionRule, effects: tuple[float, ...], rng: np.random.Generator, campaigns: int
+) -> Callable[[int], float]:
+    """Seeds -> share correct at `effects` of a fixed design (one look), normal noise; each
+    seed count simulated once."""
+    rates: dict[int, float] = {}
+
+    def rate(seeds: int) -> float:
+        if seeds not in rates:
+            design = fixed_design(seeds, VARIANTS)
+            rates[seeds] = correct_rate(
+                [run_cell(rng, design, rule, e, "normal", campaigns) for e in effects]
+            )
+        return rates[seeds]
+
+    return rate
+
+
+def fewest_seeds(rate: Callable[[int], float], power: float, most: int = 40) -> int:
+    """Smallest seed count whose rate reaches `power` (rates grow with seeds): bisection."""
+    low, high = 2, most
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if rate(mid) >= power else (mid + 1, high)
+    return low
+
+
+def known_sd_bound() -> float:
+    """Chance that a fixed 12-seed design decides a 2u variant if the SD (u) were known: the
+    normal interval at the same Bonferroni level, u/sd*sqrt(12) standard errors from the
+    margin. What no interval from 12 estimated seeds can beat."""
+    z = float(special.ndtri(1.0 - 0.05 / VARIANTS / 2.0))
+    return float(special.ndtr(np.sqrt(LOOKS[-1]) - z))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,24 +234,23 @@ def main(argv: list[str] | None = None) -> int:
         # The most seeds any variant may get, all at once: no design with this maximum and
         # this error control decides the hard 2u variants more often (the sequential one
         # trades a little of it for seeds).
-        ceiling = correct_rate(
-            [
-                run_cell(rng, fixed_design(LOOKS[-1], VARIANTS), rule, e, "normal", calibration)
-                for e in hard
-            ]
-        )
+        fixed_rate = fixed_rates(rule, hard, rng, calibration)
+        ceiling = fixed_rate(LOOKS[-1])
         for effect in (-2.0, 2.0, -4.0, 4.0):
             key = "correct_2u" if abs(effect) == 2.0 else "correct_4u"
             rate = normal[effect].correct / normal[effect].variants
-            text = f"correct {rule} {effect:+.0f}u: {rate:.1%} >= {GOALS[key]:.0%}"
+            text = f"correct {rule} {effect:+.0f}u: {rate:.1%} (goal {GOALS[key]:.0%})"
             if rate < GOALS[key] and effect in hard and ceiling < GOALS[key]:
-                # Beyond reach: pass only within 5 points of the fixed 12-seed design.
-                text += f" BEYOND REACH: a fixed {LOOKS[-1]}-seed design gets {ceiling:.1%}"
-                goal(rate >= ceiling - 0.05, text + "; within 5 points of it")
+                # Beyond reach: held to within 5 points of the fixed 12-seed design instead.
+                goal(
+                    rate >= ceiling - 0.05,
+                    f"{text} beyond reach: a fixed {LOOKS[-1]}-seed design gets {ceiling:.1%}, "
+                    f"{known_sd_bound():.1%} if it knew the SD; within 5 points of the former",
+                )
             else:
                 goal(rate >= GOALS[key], text)
         power = correct_rate([normal[e] for e in hard])
-        fixed = fixed_seeds_for(power, rule, hard, rng, calibration)
+        fixed = fewest_seeds(fixed_rate, power)
         mean_seeds = sum(c.seeds for c in normal.values()) / sum(
             c.variants for c in normal.values()
         )

@@ -12,10 +12,9 @@ from pydantic import ValidationError
 from scipy import stats
 from statsmodels.stats.power import TTestPower
 
+from ablations.analysis.pooling import bartlett_p, critical_value
 from ablations.analysis.sequential import (
     LookDesign,
-    bartlett_p,
-    critical_value,
     fixed_design,
     judge_look,
     seeds_for_power,
@@ -114,8 +113,11 @@ def test_agreeing_spreads_are_pooled_with_satterthwaite_df() -> None:
     assert all(j.pooled for j in judged.values()) and len(sds) == 1
     pooled = math.sqrt(np.mean([np.var(d, ddof=1) for d in diffs.values()]))
     assert sds.pop() == pytest.approx(pooled)
-    df = judged["v0"].df
-    assert df is not None and 7 < df < 28  # shared control: less than 4 x 7
+    j = judged["v0"]
+    assert j.df is not None and 7 < j.df < 28  # shared control: less than 4 x 7
+    assert j.ci_low is not None and j.ci_high is not None and j.sd is not None
+    half = stats.t.ppf(0.5 + j.level / 2, j.df) * j.sd / math.sqrt(8)
+    assert (j.ci_high - j.ci_low) / 2 == pytest.approx(half, rel=1e-9)
 
 
 def test_a_variant_with_a_far_larger_spread_is_not_pooled() -> None:
@@ -172,6 +174,7 @@ def test_minimize_flips_the_sign_and_open_variants_continue() -> None:
     wobbly = [1.5 * U, 4.5 * U, 3.0 * U]
     j = judge_look(design, 0, metric(), {"v": wobbly})["v"]
     assert not j.decided and j.note == "open: continues to 6 seeds"
+    assert j.seeds_needed is None
 
 
 def test_a_single_pair_gives_no_interval() -> None:
