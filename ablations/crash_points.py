@@ -20,7 +20,9 @@ AFTER_PLAN = "after-plan"
 """plan.yaml is written, registration.json is not."""
 AFTER_GATE = "after-gate"
 """gate.json is written, the trimmed runs' records and the reframe draft are not."""
-POINTS = (AFTER_PLAN, AFTER_GATE)
+AFTER_LOOK_1 = "after-look-1"
+"""The first look is recorded in looks.json; the second look's runs have not started."""
+POINTS = (AFTER_PLAN, AFTER_GATE, AFTER_LOOK_1)
 
 
 def crash_point(name: str) -> None:

@@ -25,6 +25,7 @@ from ablations.campaign.state import (
     registered_plan,
     registration_of,
 )
+from ablations.crash_points import crash_point
 from ablations.plan.model import Plan
 from ablations.plan.sections import Verdict
 from ablations.plan.variants import CONTROL, PlannedRun
@@ -109,6 +110,7 @@ def decide_look(out_dir: Path, look: int, slots: int) -> LookRecord:
         update={"budget_ended": _beyond_budget(out_dir, plan, record, records, main, slots)}
     )
     CampaignFolder(out_dir).write_looks(looks.with_look(record))
+    crash_point(f"after-look-{look + 1}")
     return record
 
 
