@@ -53,18 +53,18 @@ def test_killed_between_looks_the_rerun_decides_as_an_uninterrupted_campaign(
 ) -> None:
     home = tmp_path / "prefect-home"
     straight = Campaign(tmp_path / "straight", looks_plan(), home)
-    result = straight.run()
+    result = straight.run(timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     expected = decisions(straight.out)
     assert len(expected) >= 2, expected  # the design's second look was reached
 
     killed = Campaign(tmp_path / "killed", looks_plan(), home)
-    died = killed.run(**{FAULT: AFTER_LOOK_1})
+    died = killed.run(timeout=600, **{FAULT: AFTER_LOOK_1})
     assert died.returncode == FAULT_EXIT, died.stdout + died.stderr
     assert decisions(killed.out) == expected[:1]
     recorded = json.loads((killed.out / "looks.json").read_text())["looks"][0]
 
-    rerun = killed.run()
+    rerun = killed.run(timeout=600)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert decisions(killed.out) == expected
     # the first look is the one recorded before the kill, never re-decided
