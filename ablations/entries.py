@@ -42,5 +42,5 @@ def require_allowed_entry(entry: str, allowed: Iterable[str]) -> None:
         raise WorkloadError(
             f"workload.entry {shown(entry)} is not on this server's allow-list (the built-in "
             f"workloads{extra}); its operator allows a module with `ablate serve --allow-entry "
-            "MODULE`"
+            "MODULE` (on a pool host: ABLATE_ALLOW_ENTRY)"
         )

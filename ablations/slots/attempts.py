@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from ablations.checkpoint import fence
+from ablations.entries import require_allowed_entry
 from ablations.errors import InputError, StoreError
 from ablations.plan.sections import CheckpointSection
 from ablations.progress import say
@@ -137,8 +138,10 @@ def run_on_host(
     lost one. Returns the result (a `RunRecord` or `PreflightReport`) as JSON, once it is
     committed; `SupersededAttempt` (and a line in this attempt's log) when the campaign had
     declared this attempt lost and accepted another meanwhile: nothing of it is committed."""
-    store = attempt_store(spec)
     host = HostSlots.from_env()
+    if host.allowed_entries is not None:  # the API reaches this host: refused before import
+        require_allowed_entry(spec.workload, host.allowed_entries)
+    store = attempt_store(spec)
     with _heartbeat(store, spec, attempt, host.host), host.lease() as slot:
         if kind == "preflight":
             result = _on_slot(slot, "preflight", spec, expected_inputs)

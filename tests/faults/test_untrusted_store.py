@@ -234,3 +234,17 @@ def test_every_write_of_the_folder_refuses_a_path_that_leads_out(tmp_path: Path)
     with pytest.raises(OutsideFolder):
         folder.record_path("control-s0-1")
     assert not list((tmp_path / "elsewhere").iterdir())
+
+
+def test_a_pool_host_with_an_allow_list_refuses_other_workloads_before_import(
+    spec: RunSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ablations.errors import WorkloadError
+    from ablations.slots.attempts import run_on_host
+
+    monkeypatch.setenv("ABLATE_ALLOW_ENTRY", "mypkg")
+    monkeypatch.setenv("ABLATE_SLOT_DIR", str(tmp_path / "slots"))
+    foreign = spec.model_copy(update={"workload": "os:system"})
+    with pytest.raises(WorkloadError, match="'os:system' is not on this server's allow-list"):
+        run_on_host(foreign, "run", None, attempt=ATTEMPT)
+    assert not (tmp_path / "slots").exists()  # refused before a slot was leased
