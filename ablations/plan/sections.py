@@ -419,9 +419,10 @@ class CheckpointSection(Section):
             raise ValueError(f"must be a URL starting with one of {', '.join(STORE_SCHEMES)}://")
         if not rest.strip("/"):
             raise ValueError("needs a path, bucket or name after the scheme")
-        if scheme == "file" and not rest.startswith("/") and ".." in rest.split("/"):
-            # a relative store lives inside the campaign's folder: `..` would leave it
-            raise ValueError("a relative file:// store must not contain '..'")
+        relative = scheme == "file" and not rest.startswith("/")
+        if relative and os.path.normpath(rest).split("/")[0] == "..":
+            # a relative store lives inside the campaign's folder: `..` must not lead out
+            raise ValueError("a relative file:// store must stay inside the folder: '..' leads out")
         if scheme == "s3" and not re.match(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/|$)", rest):
             raise ValueError("S3 bucket names are 3-63 lowercase letters, digits, '.' or '-'")
         return value

@@ -30,8 +30,8 @@ def _bomb(levels: int = 7) -> str:
 @pytest.mark.parametrize(
     ("content", "field", "says"),
     [
-        (_set(DEMO, "checkpoint.store", "file://../../elsewhere"), "checkpoint.store", "'..'"),
-        (_set(DEMO, "checkpoint.store", "file://ckpt/../../x"), "checkpoint.store", "'..'"),
+        (_set(DEMO, "checkpoint.store", "file://../../elsewhere"), "checkpoint.store", "leads out"),
+        (_set(DEMO, "checkpoint.store", "file://ckpt/../../x"), "checkpoint.store", "leads out"),
         (
             _set(_set(DEMO, "checkpoint.store", "s3://bucket/p"), "checkpoint.endpoint_url",
                  "https://s3.example.com/?X-Amz-Credential=AKIA"),

@@ -133,3 +133,14 @@ def test_a_lock_file_that_is_a_symbolic_link_is_refused_and_its_target_untouched
     with pytest.raises(InputError, match=r"\.lock is a symbolic link"), hold_folder(folder):
         pass
     assert victim.read_text() == "precious"
+
+
+def test_serve_refuses_an_allow_entry_that_is_not_a_module_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from ablations.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["serve", "--allow-entry", "os;import pty"])
+    assert exited.value.code == 2
+    assert "not a Python module name: 'os;import pty'" in capsys.readouterr().err
