@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ablations.errors import WorkloadError, shown
+from ablations.errors import WorkloadError, short_repr
 
 BUILTIN_ENTRY_MODULES = frozenset({"ablations.workloads.digits", "ablations.workloads.charlm"})
 """The workloads this package ships (extend `builtin_entry_modules` with new ones)."""
@@ -40,7 +40,7 @@ def require_allowed_entry(entry: str, allowed: Iterable[str]) -> None:
     if not entry_allowed(entry, allowed):
         extra = f" and {', '.join(allowed)}" if allowed else ""
         raise WorkloadError(
-            f"workload.entry {shown(entry)} is not on this server's allow-list (the built-in "
+            f"workload.entry {short_repr(entry)} is not on this server's allow-list (the built-in "
             f"workloads{extra}); its operator allows a module with `ablate serve --allow-entry "
             "MODULE` (on a pool host: ABLATE_ALLOW_ENTRY)"
         )

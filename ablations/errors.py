@@ -34,7 +34,7 @@ SHOWN_VALUE_CHARS = 80
 content pasted back (into a terminal, or a failed flow run's message in the UI)."""
 
 
-def shown(value: object) -> str:
+def short_repr(value: object) -> str:
     """`repr(value)`, cut to `SHOWN_VALUE_CHARS` with the length it had."""
     text = repr(value)
     if len(text) <= SHOWN_VALUE_CHARS:
@@ -52,7 +52,7 @@ class Problem:
     show_value: bool = True
 
     def __str__(self) -> str:
-        got = f" (got {shown(self.value)})" if self.show_value else ""
+        got = f" (got {short_repr(self.value)})" if self.show_value else ""
         where = _cut(self.path, SHOWN_VALUE_CHARS) or "<plan>"
         return f"{where}: {_cut(self.message, 4 * SHOWN_VALUE_CHARS)}{got}"
 

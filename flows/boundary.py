@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ablations.entries import require_allowed_entry
-from ablations.errors import InputError, shown
+from ablations.errors import InputError, short_repr
 from ablations.plan.io import parse_yaml, plan_text_of, read_plan_text
 from ablations.plan.model import parse_plan
 
@@ -62,7 +62,7 @@ class Boundary:
         if not any(target == root or root in target.parents for root in self.roots):
             roots = ", ".join(str(r) for r in self.roots) or "none"
             raise InputError(
-                f"{parameter} {shown(value)} is outside the folders this server allows "
+                f"{parameter} {short_repr(value)} is outside the folders this server allows "
                 f"({roots}); its operator sets them with `ablate serve --root DIR`"
             )
 

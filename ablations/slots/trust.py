@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ablations.campaign.folder import METRICS, MODELS, PREDICTIONS
+from ablations.errors import short_repr
 from ablations.records import PreflightReport, RunRecord, RunSpec
 from ablations.signing import UntrustedObject, sign, signing_key, verify
 
@@ -80,7 +81,7 @@ def unseal(data: bytes, spec: RunSpec, kind: Kind, attempt: str, name: str) -> s
         raise UntrustedObject(f"{name}: not a result envelope: refused")
     verify(fields, signing_key(), name)
     wrong = [
-        f"{key} {_short(fields.get(key))} (expected {_short(value)})"
+        f"{key} {short_repr(fields.get(key))} (expected {short_repr(value)})"
         for key, value in _identity(spec, kind, attempt).items()
         if fields.get(key) != value
     ]
@@ -105,13 +106,14 @@ def checked_record(result: str, spec: RunSpec, name: str) -> RunRecord:
         "category": spec.category,
     }
     wrong = [
-        f"{key} {_short(getattr(record, key))} (expected {_short(value)})"
+        f"{key} {short_repr(getattr(record, key))} (expected {short_repr(value)})"
         for key, value in expected.items()
         if getattr(record, key) != value
     ]
     names = artifact_names(spec.run_id)
     wrong += [
-        f"artifact {_short(kind)} at {_short(path)} (expected {_short(names.get(kind))})"
+        f"artifact {short_repr(kind)} at {short_repr(path)} "
+        f"(expected {short_repr(names.get(kind))})"
         for kind, path in record.artifacts.items()
         if names.get(kind) != path
     ]
@@ -128,11 +130,6 @@ def checked_preflight(result: str, name: str) -> PreflightReport:
         raise UntrustedObject(
             f"{name}: not a preflight report ({exc.error_count()} errors)"
         ) from None
-
-
-def _short(value: object, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 @dataclass
