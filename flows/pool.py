@@ -28,6 +28,7 @@ from prefect.states import Crashed
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import CampaignFolder
 from ablations.checkpoint import fence
+from ablations.checkpoint.store import ObjectTooLarge
 from ablations.errors import InputError, StoreError
 from ablations.plan.model import Plan
 from ablations.plan.sections import ResourcesSection
@@ -173,7 +174,7 @@ class PoolExecutor:
         outcome = self._call("run", spec, None, store)
         if outcome.result is None or outcome.attempt is None:
             return RunRecord.failed(spec, "WorkerLost", outcome.problem)
-        name = store.uri(result_key(spec, outcome.attempt))
+        name = self._name(store, spec, outcome.attempt)
         try:
             record = checked_record(outcome.result.decode(), spec, name)
             if spec.out_dir is not None:
@@ -193,8 +194,10 @@ class PoolExecutor:
             relative = artifact_names(spec.run_id)[kind]  # checked_record: a known kind
             try:
                 data = store.get(f"{outputs}/{relative}", limit=MAX_ARTIFACT_BYTES)
+            except ObjectTooLarge as exc:
+                raise UntrustedObject(f"artifact {kind} of the result: {exc}") from None
             except StoreError as exc:
-                if isinstance(exc.__cause__, FileNotFoundError) or "larger than" in str(exc):
+                if isinstance(exc.__cause__, FileNotFoundError):  # named, never uploaded
                     raise UntrustedObject(f"artifact {kind} of the result: {exc}") from None
                 raise
             folder.write_bytes(relative, data)
@@ -204,7 +207,7 @@ class PoolExecutor:
         store = attempt_store(spec)
         outcome = self._call("preflight", spec, expected_inputs, store)
         if outcome.result is not None and outcome.attempt is not None:
-            name = store.uri(result_key(spec, outcome.attempt))
+            name = self._name(store, spec, outcome.attempt)
             try:
                 return checked_preflight(outcome.result.decode(), name)
             except UntrustedObject as exc:
