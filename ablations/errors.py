@@ -29,6 +29,19 @@ class InfrastructureError(AblationError):
     disk): the input is fine and a rerun continues once it is fixed. `ablate` exits 1."""
 
 
+SHOWN_VALUE_CHARS = 80
+"""The most of a bad value an error repeats: enough to recognize it, never a whole file's
+content pasted back (into a terminal, or a failed flow run's message in the UI)."""
+
+
+def short_repr(value: object) -> str:
+    """`repr(value)`, cut to `SHOWN_VALUE_CHARS` with the length it had."""
+    text = repr(value)
+    if len(text) <= SHOWN_VALUE_CHARS:
+        return text
+    return f"{text[: SHOWN_VALUE_CHARS - 3]}... ({len(text)} characters)"
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with the input: where (dotted path), what, and the offending value."""
@@ -39,9 +52,14 @@ class Problem:
     show_value: bool = True
 
     def __str__(self) -> str:
-        shown = f" (got {self.value!r})" if self.show_value else ""
-        where = self.path or "<plan>"
-        return f"{where}: {self.message}{shown}"
+        got = f" (got {short_repr(self.value)})" if self.show_value else ""
+        where = _cut(self.path, SHOWN_VALUE_CHARS) or "<plan>"
+        return f"{where}: {_cut(self.message, 4 * SHOWN_VALUE_CHARS)}{got}"
+
+
+def _cut(text: str, limit: int) -> str:
+    """A message or path built from the input (a key, a value) kept to `limit` characters."""
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 class PlanError(InputError):

@@ -31,12 +31,12 @@ from ablations.campaign.state import (
     remove_leftover_temporaries,
 )
 from ablations.campaign.steps import gate_decided
-from ablations.plan.io import read_plan_text
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
 from ablations.progress import look_lines, look_markdown, outcome, record_rows, say
 from ablations.records import RunRecord
 from ablations.slots.local import LocalSlots, local_slots_for, warmup_for
+from flows.boundary import admitted_plan_text
 from flows.gate_ui import ask_in_ui, decision_markdown
 from flows.pool import PoolExecutor
 from flows.run_log import run_logger
@@ -134,13 +134,12 @@ def _campaign(
     heartbeat_timeout_s: float,
     opened: Executor | None,
 ) -> str:
-    """The campaign flow's body, run while the flow holds the output folder's lock."""
-    if not plan_yaml:
-        if not plan_path:
-            raise ValueError("give plan_path or plan_yaml")
-        plan_yaml = read_plan_text(Path(plan_path))
+    """The campaign flow's body, run while the flow holds the output folder's lock;
+    `plan_yaml` is the admitted plan text (`flows.boundary.admitted_plan_text`)."""
     registration = register_campaign(plan_yaml, out_dir, plan_path or "inline plan")
     folder = registration.out_dir
+    # Only now, in a folder registered to this campaign: an interrupted run's, never trusted.
+    remove_leftover_temporaries(Path(folder))
     plan = registered_plan(Path(folder))
     with (
         nullcontext(opened)
@@ -260,10 +259,11 @@ def campaign_flow(opened: Executor | None = None) -> Flow[..., str]:
         run_logger()  # progress lines also go to this run's logs in the UI
         # One writer per folder, also for a flow run launched from a deployment (`ablate run`
         # already holds it in this process: then this is a no-op).
+        # Served: the paths inside the roots and the entry allowed, before anything is touched.
+        text = admitted_plan_text(plan_path, plan_yaml, out_dir)
         with hold_folder(Path(out_dir)):
-            remove_leftover_temporaries(Path(out_dir))  # an interrupted run's, never trusted
             return _campaign(
-                plan_path, plan_yaml, out_dir, gate, devices, pool, heartbeat_timeout_s, opened
+                plan_path, text, out_dir, gate, devices, pool, heartbeat_timeout_s, opened
             )
 
     return ablation_campaign

@@ -19,7 +19,7 @@ from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REFRAME_DRAFT, REPORT, CampaignFolder
 from ablations.campaign.lock import hold_folder
 from ablations.campaign.state import existing_registration
-from ablations.cli.arguments import positive_seconds
+from ablations.cli.arguments import module_name, positive_seconds
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import CampaignInterrupted, PlanError, Problem
 from ablations.outputs.manifest import Manifest
@@ -66,6 +66,23 @@ def add_parsers(sub: Any) -> None:
     )
     p = sub.add_parser("serve", help="serve the campaign as a deployment for the Prefect UI")
     p.add_argument("--name", default="ablate", help="deployment name")
+    p.add_argument(
+        "--root",
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="a folder plan_path and out_dir must lie under (repeatable; default: the working "
+        "directory)",
+    )
+    p.add_argument(
+        "--allow-entry",
+        action="append",
+        default=[],
+        type=module_name,
+        metavar="MODULE",
+        help="a workload module (or package) plans may name besides the built-in ones "
+        "(repeatable), e.g. mypkg.train",
+    )
 
 
 @command("run")
@@ -250,7 +267,8 @@ def serve_command(args: argparse.Namespace) -> int:
     from flows.environment import quiet_prefect
 
     quiet_prefect()
+    from flows.boundary import Boundary
     from flows.serve import serve_campaign
 
-    serve_campaign(args.name)
+    serve_campaign(args.name, Boundary.of(args.root or [Path.cwd()], args.allow_entry))
     return EXIT_OK

@@ -11,7 +11,7 @@ and the fence: `ablations.slots.attempts`, `ablations.checkpoint.fence`).
 from __future__ import annotations
 
 import json
-import os
+import math
 import time
 import uuid
 from dataclasses import dataclass
@@ -26,7 +26,9 @@ from prefect.settings import PREFECT_API_URL
 from prefect.states import Crashed
 
 from ablations.campaign.executor import Executor
+from ablations.campaign.folder import CampaignFolder
 from ablations.checkpoint import fence
+from ablations.checkpoint.store import ObjectTooLarge
 from ablations.errors import InputError, StoreError
 from ablations.plan.model import Plan
 from ablations.plan.sections import ResourcesSection
@@ -42,8 +44,19 @@ from ablations.slots.attempts import (
     attempt_result,
     attempt_store,
     require_shared_store,
+    result_key,
 )
 from ablations.slots.devices import SlotSpec, parse_devices
+from ablations.slots.trust import (
+    MAX_ARTIFACT_BYTES,
+    MAX_SMALL_BYTES,
+    Liveness,
+    UntrustedObject,
+    artifact_names,
+    checked_preflight,
+    checked_record,
+    unseal,
+)
 
 if TYPE_CHECKING:  # the checkpoint package imports torch: never before a slot is pinned
     from ablations.checkpoint.store import FsspecStore
@@ -58,6 +71,10 @@ class PoolSettings:
     heartbeat_timeout_s: float = 120.0
     """A running attempt whose heartbeat has not changed for this long is declared lost:
     long enough to ride out a slow store (S3 reads may take 60 s), short next to a run."""
+    progress_timeout_s: float = 3600.0
+    """A running attempt whose newest committed checkpoint step has not changed for this long
+    is declared lost, however alive its heartbeat looks: above the checkpoint interval (which
+    `max_loss_minutes`, 10 by default, caps) plus the time to build the workload."""
     attempts: int = 3
     """Submissions per run before it is recorded as failed, for an infrastructure cause
     (each resumes the last; a rerun of the campaign submits it again)."""
@@ -134,7 +151,12 @@ class PoolExecutor:
         require_shared_store(plan.checkpoint)
         if devices is not None:
             parse_devices(devices)  # a bad number is refused before the server is asked
-        settings = PoolSettings(pool, heartbeat_timeout_s=heartbeat_timeout_s)
+        assert plan.checkpoint is not None  # require_shared_store
+        settings = PoolSettings(
+            pool,
+            heartbeat_timeout_s=heartbeat_timeout_s,
+            progress_timeout_s=progress_timeout(plan.checkpoint.max_loss_minutes),
+        )
         require_pool(settings)
         return cls(settings, pool_slots(settings, plan.resources, devices))
 
@@ -144,30 +166,56 @@ class PoolExecutor:
         return self._slots
 
     def run(self, spec: RunSpec) -> RunRecord:
-        """Run one run on the pool; bring its artifacts into the campaign's output folder."""
+        """Run one run on the pool; bring its artifacts into the campaign's output folder.
+
+        What comes back is checked (`ablations.slots.trust`): a result that answers another
+        run, or names files this run does not export, makes the run a failure that says so."""
         store = attempt_store(spec)
         outcome = self._call("run", spec, None, store)
         if outcome.result is None or outcome.attempt is None:
             return RunRecord.failed(spec, "WorkerLost", outcome.problem)
-        record = RunRecord.model_validate_json(outcome.result)
-        if spec.out_dir is not None:
-            outputs = f"{attempt_prefix(spec, outcome.attempt)}/{OUTPUTS}"
-            for relative in record.artifacts.values():
-                target = Path(spec.out_dir) / relative
-                target.parent.mkdir(parents=True, exist_ok=True)
-                data = store.get(f"{outputs}/{relative}")
-                partial = target.with_name(f".{target.name}.part")
-                partial.write_bytes(data)
-                os.replace(partial, target)
+        name = self._name(store, spec, outcome.attempt)
+        try:
+            record = checked_record(outcome.result.decode(), spec, name)
+            if spec.out_dir is not None:
+                self._copy_outputs(store, spec, outcome.attempt, record)
+        except UntrustedObject as exc:
+            return RunRecord.failed(spec, "UntrustedResult", str(exc))
         return record
+
+    @staticmethod
+    def _copy_outputs(store: FsspecStore, spec: RunSpec, attempt: str, record: RunRecord) -> None:
+        """The run's exported files, from its accepted attempt's folder into the output
+        folder: names rebuilt from the run id, each written through the folder's guard."""
+        assert spec.out_dir is not None
+        folder = CampaignFolder(Path(spec.out_dir))
+        outputs = f"{attempt_prefix(spec, attempt)}/{OUTPUTS}"
+        for kind in record.artifacts:
+            relative = artifact_names(spec.run_id)[kind]  # checked_record: a known kind
+            try:
+                data = store.get(f"{outputs}/{relative}", limit=MAX_ARTIFACT_BYTES)
+            except ObjectTooLarge as exc:
+                raise UntrustedObject(f"artifact {kind} of the result: {exc}") from None
+            except StoreError as exc:
+                if isinstance(exc.__cause__, FileNotFoundError):  # named, never uploaded
+                    raise UntrustedObject(f"artifact {kind} of the result: {exc}") from None
+                raise
+            folder.write_bytes(relative, data)
 
     def preflight(self, spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
         """The data and restart checks, on a slot of one of the pool's hosts."""
-        outcome = self._call("preflight", spec, expected_inputs, attempt_store(spec))
-        if outcome.result is None:
-            error = RunError(type="WorkerLost", message=outcome.problem, cause="infrastructure")
-            return PreflightReport(passed=False, error=error)
-        return PreflightReport.model_validate_json(outcome.result)
+        store = attempt_store(spec)
+        outcome = self._call("preflight", spec, expected_inputs, store)
+        if outcome.result is not None and outcome.attempt is not None:
+            name = self._name(store, spec, outcome.attempt)
+            try:
+                return checked_preflight(outcome.result.decode(), name)
+            except UntrustedObject as exc:
+                problem, kind = str(exc), "UntrustedResult"
+        else:
+            problem, kind = outcome.problem, "WorkerLost"
+        error = RunError(type=kind, message=problem, cause="infrastructure")
+        return PreflightReport(passed=False, error=error)
 
     def write_results(self, out_dir: Path) -> Path:
         """In this process: the runs' records and artifacts are in the folder already."""
@@ -178,10 +226,17 @@ class PoolExecutor:
     def _call(
         self, kind: Kind, spec: RunSpec, expected: dict[str, int] | None, store: FsspecStore
     ) -> Attempted:
-        """Submit attempts until the accepted one leaves its result in the store."""
+        """Submit attempts until the accepted one leaves a result in the store that answers
+        `spec` (its envelope: `trust.unseal`); the result as JSON."""
         known = accepted_result(store, spec)  # a restarted campaign finds it here
-        if known is not None:
-            return known
+        if known is not None and known.result is not None and known.attempt is not None:
+            try:
+                result = unseal(
+                    known.result, spec, kind, known.attempt, self._name(store, spec, known.attempt)
+                )
+            except UntrustedObject as exc:  # planted, or of another campaign: never used
+                return Attempted(None, None, str(exc))
+            return Attempted(result.encode(), known.attempt, "")
         problem = "never submitted"
         for number in range(1, self.settings.attempts + 1):
             # Ours, accepted before the flow run exists: it may commit from its first step.
@@ -202,10 +257,14 @@ class PoolExecutor:
                 idempotency_key=f"{spec.campaign_id}/{spec.run_id}/{attempt}",
             )
             assert isinstance(flow_run, FlowRun)  # sync call: no coroutine
-            problem = self._wait(flow_run.id, store, spec, attempt)
-            result = attempt_result(store, spec, attempt)
-            if result is not None:
-                return Attempted(result, attempt, "")
+            problem = self._wait(flow_run.id, store, spec, attempt, kind)
+            sealed = attempt_result(store, spec, attempt)
+            if sealed is not None:
+                try:
+                    result = unseal(sealed, spec, kind, attempt, self._name(store, spec, attempt))
+                    return Attempted(result.encode(), attempt, "")
+                except UntrustedObject as exc:
+                    problem = str(exc)
             say(f"  {spec.variant} seed {spec.seed} ({kind}): attempt {number} lost: {problem}")
         problem = (
             f"{self.settings.attempts} attempts on pool {self.settings.pool} lost "
@@ -213,36 +272,72 @@ class PoolExecutor:
         )
         return Attempted(None, None, problem)
 
-    def _wait(self, flow_run_id: Any, store: FsspecStore, spec: RunSpec, attempt: str) -> str:
-        """Until the flow run is final, or its heartbeat stops; how it ended, in words."""
-        last_beat: str | None = None
-        changed = time.monotonic()
+    def _wait(
+        self, flow_run_id: Any, store: FsspecStore, spec: RunSpec, attempt: str, kind: Kind
+    ) -> str:
+        """Until the flow run is final, or its heartbeat or its progress stops (`Liveness`);
+        how it ended, in words."""
+        # The preflight's restart check commits under an id of its own: its beat must do.
+        progress_s = self.settings.progress_timeout_s if kind == "run" else math.inf
+        liveness = Liveness(self.settings.heartbeat_timeout_s, progress_s)
         with get_client(sync_client=True) as client:
             while True:
                 state = client.read_flow_run(flow_run_id).state
                 if state is not None and state.is_final():
                     return f"flow run {flow_run_id} ended {state.type.value}: {state.message}"
-                now = time.monotonic()
+                running = state is not None and state.is_running()
                 beat = self._beat(store, spec, attempt)
-                if state is None or not state.is_running() or beat != last_beat:
-                    last_beat, changed = beat, now  # queued or alive: keep waiting
-                elif now - changed > self.settings.heartbeat_timeout_s:
-                    host = json.loads(last_beat).get("host") if last_beat else "its host"
-                    message = (
-                        f"no heartbeat from {host} for {self.settings.heartbeat_timeout_s:.0f} s;"
-                        " the host is presumed lost"
-                    )
+                progress = (
+                    self._progress(store, spec, attempt) if running and kind == "run" else None
+                )
+                lost = liveness.observe(time.monotonic(), running, beat, progress)
+                if lost:
+                    host = _host_of(liveness.beat)
+                    message = f"{lost} from {host}; the attempt is presumed lost"
                     client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
                     return f"flow run {flow_run_id}: {message}"
                 time.sleep(self.settings.poll_s)
 
     @staticmethod
+    def _name(store: FsspecStore, spec: RunSpec, attempt: str) -> str:
+        return store.uri(result_key(spec, attempt))
+
+    @staticmethod
     def _beat(store: FsspecStore, spec: RunSpec, attempt: str) -> str | None:
         try:
-            beat = json.loads(store.get(f"{attempt_prefix(spec, attempt)}/{HEARTBEAT}"))
+            key = f"{attempt_prefix(spec, attempt)}/{HEARTBEAT}"
+            beat = json.loads(store.get(key, limit=MAX_SMALL_BYTES))
         except (StoreError, ValueError):
             return None
         return json.dumps(beat, sort_keys=True)
+
+    @staticmethod
+    def _progress(store: FsspecStore, spec: RunSpec, attempt: str) -> int | None:
+        """The newest step the attempt committed a checkpoint of (None: none yet)."""
+        from ablations.checkpoint.commit import Identity, scan
+
+        owner = spec.checkpoint_id or spec.run_id
+        identity = Identity(spec.campaign_id, owner, spec.plan_hash, attempt)
+        try:
+            committed, _ = scan(store, identity)
+        except StoreError:
+            return None
+        return committed[-1] if committed else None
+
+
+def progress_timeout(max_loss_minutes: float) -> float:
+    """Seconds without a new committed checkpoint before a running attempt is lost: three
+    times the longest interval `max_loss_minutes` allows, and never under an hour (the first
+    checkpoint also waits for the workload to build and the data to load)."""
+    return max(3600.0, 3 * 60 * max_loss_minutes)
+
+
+def _host_of(beat: str | None) -> str:
+    try:
+        host = json.loads(beat).get("host") if beat else None
+    except (ValueError, AttributeError):
+        host = None
+    return str(host)[:80] if host else "its host"
 
 
 def _conforms(executor: PoolExecutor) -> Executor:  # the typed conformance check: mypy fails here

@@ -8,6 +8,7 @@ from prefect import serve
 from prefect.deployments.runner import RunnerDeployment
 
 import flows.campaign
+from flows.boundary import Boundary
 from flows.campaign import ablation_campaign
 
 
@@ -23,6 +24,8 @@ def campaign_deployment(name: str) -> RunnerDeployment:
     return deployment
 
 
-def serve_campaign(name: str) -> None:
-    """Serve the deployment until interrupted: one campaign at a time, never left paused."""
+def serve_campaign(name: str, boundary: Boundary) -> None:
+    """Serve the deployment until interrupted: one campaign at a time, never left paused,
+    each flow run inside `boundary` (its roots and allowed workload modules)."""
+    boundary.install()  # the flow runs are this process's children: they inherit it
     serve(campaign_deployment(name), limit=1, pause_on_shutdown=False)

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from ablations.atomic import atomic_write_text
+from ablations.atomic import atomic_write_bytes, atomic_write_text
+from ablations.errors import InputError
 from ablations.outputs.manifest import MANIFEST, Manifest, read_manifest
 from ablations.records import PreflightReport, RunRecord
 
@@ -88,6 +89,21 @@ TOP_LEVEL = frozenset(
 """Every name the top of an output folder may hold (besides a relative store's folder)."""
 
 
+class OutsideFolder(InputError):
+    """A name that would write outside the campaign's folder: refused, nothing written."""
+
+
+def inside(root: Path, relative: str) -> Path:
+    """`root/relative` resolved, once it is inside `root`: the one guard every write of the
+    folder goes through. `..`, an absolute name or a symbolic link leading out is refused
+    (`OutsideFolder`): names such as run ids and artifact paths may come from a shared store."""
+    base = root.resolve()
+    target = (base / relative).resolve()
+    if base not in target.parents:
+        raise OutsideFolder(f"{relative!r} is outside the campaign folder {base}: not written")
+    return target
+
+
 class Registration(BaseModel):
     """A registered (frozen, hashed) campaign."""
 
@@ -107,9 +123,13 @@ class CampaignFolder:
     def __repr__(self) -> str:
         return f"CampaignFolder({str(self.root)!r})"
 
+    def path(self, relative: str) -> Path:
+        """Where `relative` is in the folder; `OutsideFolder` when it leads out (`inside`)."""
+        return inside(self.root, relative)
+
     def record_path(self, run_id: str) -> Path:
         """`records/<run_id>.json`: the run's completion record."""
-        return self.root / self.record_name(run_id)
+        return self.path(self.record_name(run_id))
 
     @staticmethod
     def record_name(run_id: str) -> str:
@@ -119,7 +139,7 @@ class CampaignFolder:
     # -- the registered plan and registration ------------------------------------------------
 
     def write_plan(self, text: str) -> None:
-        atomic_write_text(self.root / PLAN, text)
+        atomic_write_text(self.path(PLAN), text)
 
     def plan_text(self) -> str:
         return (self.root / PLAN).read_text(encoding="utf-8")
@@ -130,7 +150,7 @@ class CampaignFolder:
         return parsed_plan(self.plan_text(), str(path))
 
     def write_registration(self, registration: Registration) -> None:
-        atomic_write_text(self.root / REGISTRATION, registration.model_dump_json(indent=2))
+        atomic_write_text(self.path(REGISTRATION), registration.model_dump_json(indent=2))
 
     def registration(self) -> Registration | None:
         """The registration as written (its `out_dir` is where the folder was registered)."""
@@ -159,14 +179,14 @@ class CampaignFolder:
     # -- campaign state files ----------------------------------------------------------------
 
     def write_preflight(self, report: PreflightReport) -> None:
-        atomic_write_text(self.root / PREFLIGHT, report.model_dump_json(indent=2))
+        atomic_write_text(self.path(PREFLIGHT), report.model_dump_json(indent=2))
 
     def preflight(self) -> PreflightReport | None:
         path = self.root / PREFLIGHT
         return PreflightReport.model_validate_json(path.read_text()) if path.exists() else None
 
     def write_gate(self, decision: GateDecision) -> None:
-        atomic_write_text(self.root / GATE, decision.model_dump_json(indent=2))
+        atomic_write_text(self.path(GATE), decision.model_dump_json(indent=2))
 
     def gate(self) -> GateDecision | None:
         """The recorded gate decision (a `fix` included), or None."""
@@ -176,7 +196,7 @@ class CampaignFolder:
         return GateDecision.model_validate_json(path.read_text()) if path.exists() else None
 
     def write_looks(self, looks: Looks) -> None:
-        atomic_write_text(self.root / LOOKS, looks.model_dump_json(indent=2))
+        atomic_write_text(self.path(LOOKS), looks.model_dump_json(indent=2))
 
     def looks(self) -> Looks | None:
         """The looks recorded so far, or None before the first."""
@@ -186,7 +206,7 @@ class CampaignFolder:
         return Looks.model_validate_json(path.read_text()) if path.exists() else None
 
     def write_projection(self, projection: Projection) -> None:
-        atomic_write_text(self.root / PROJECTION, projection.model_dump_json(indent=2))
+        atomic_write_text(self.path(PROJECTION), projection.model_dump_json(indent=2))
 
     def projection(self) -> Projection | None:
         from ablations.budget import Projection
@@ -195,14 +215,14 @@ class CampaignFolder:
         return Projection.model_validate_json(path.read_text()) if path.exists() else None
 
     def write_reframe_draft(self, text: str) -> Path:
-        atomic_write_text(self.root / REFRAME_DRAFT, text)
+        atomic_write_text(self.path(REFRAME_DRAFT), text)
         return self.root / REFRAME_DRAFT
 
     # -- the index files -----------------------------------------------------------------------
 
     def write_manifest(self, manifest: Manifest) -> Path:
         """Write manifest.json (atomically); return its path."""
-        path = self.root / MANIFEST
+        path = self.path(MANIFEST)
         atomic_write_text(path, manifest.to_json())
         return path
 
@@ -213,8 +233,15 @@ class CampaignFolder:
 
     def write_text(self, name: str, text: str) -> Path:
         """Write one of the folder's text files (runs.csv, REPORT.md, RELOAD.md) atomically."""
-        atomic_write_text(self.root / name, text)
-        return self.root / name
+        path = self.path(name)
+        atomic_write_text(path, text)
+        return path
+
+    def write_bytes(self, relative: str, data: bytes) -> Path:
+        """Write a run's artifact (`metrics/...`, `models/...`) atomically; its path."""
+        path = self.path(relative)
+        atomic_write_bytes(path, data)
+        return path
 
 
 @functools.lru_cache(maxsize=8)

@@ -13,6 +13,7 @@ has no CLI around it, is covered too.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -53,7 +54,18 @@ def _acquire(folder: Path) -> int:
     if not folder.exists():
         folder.mkdir(parents=True)
         _created.add(folder)
-    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    # O_NOFOLLOW: a planted `.lock` symlink would have us truncate and write its target.
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        fd = os.open(folder / LOCK_NAME, flags, 0o644)
+    except OSError as exc:
+        _created.discard(folder)
+        if exc.errno == errno.ELOOP:
+            raise InputError(
+                f"{folder / LOCK_NAME} is a symbolic link: refused (a campaign folder's lock "
+                "is a plain file; remove the link)"
+            ) from None
+        raise
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

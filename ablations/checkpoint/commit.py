@@ -24,8 +24,11 @@ from dataclasses import dataclass, replace
 
 from ablations.checkpoint.store import Store
 from ablations.errors import StoreError
+from ablations.signing import UntrustedObject, sign, signing_key, verify
 
 COMMIT = "COMMIT.json"
+MAX_COMMIT_BYTES = 1 << 20
+"""A commit record is a few hundred bytes; a bigger one is not ours and is never read whole."""
 ATTEMPTS = "attempts"
 FORMAT = 1
 _STEP_DIR = re.compile(r"^step-(\d{8})$")
@@ -114,6 +117,7 @@ def write(store: Store, identity: Identity, step: int, payload: dict[str, bytes]
         "committed_at": time.time(),
         "objects": entries,
     }
+    record = sign(record, signing_key())  # with ABLATE_SIGNING_KEY: an HMAC over the fields
     store.put(f"{base}/{COMMIT}", json.dumps(record, indent=1, sort_keys=True).encode())
     return store.uri(base)
 
@@ -123,9 +127,12 @@ def read(store: Store, identity: Identity, step: int) -> dict[str, bytes]:
     base = step_key(identity, step)
     where = store.uri(base)
     try:
-        record = json.loads(store.get(f"{base}/{COMMIT}"))
+        record = json.loads(store.get(f"{base}/{COMMIT}", limit=MAX_COMMIT_BYTES))
+        verify(record, signing_key(), f"{where}/{COMMIT}")
         objects = dict(record["objects"])
-    except (StoreError, ValueError, KeyError, TypeError) as exc:
+    except UntrustedObject as exc:
+        raise RefusedCheckpoint(str(exc)) from exc
+    except (StoreError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise RefusedCheckpoint(f"{where}: unreadable commit record: {exc}") from exc
     mine = {"run_id": identity.run_id, "plan_hash": identity.plan_hash, "step": step}
     theirs = {k: record.get(k) for k in mine}
@@ -137,9 +144,9 @@ def read(store: Store, identity: Identity, step: int) -> dict[str, bytes]:
     payload = {}
     for name, entry in objects.items():
         try:
-            data = store.get(f"{base}/{name}")
-        except StoreError as exc:
-            raise RefusedCheckpoint(f"{where}: object {name} is missing: {exc}") from exc
+            data = store.get(f"{base}/{name}", limit=int(entry["size"]))
+        except (StoreError, KeyError, TypeError, ValueError) as exc:
+            raise RefusedCheckpoint(f"{where}: object {name} is missing or refused: {exc}") from exc
         if len(data) != entry["size"]:
             raise RefusedCheckpoint(
                 f"{where}/{name} is truncated or padded: {len(data)} bytes, commit record "

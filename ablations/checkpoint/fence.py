@@ -13,11 +13,16 @@ the put is never read either: the pointer fences; the check saves the late attem
 from __future__ import annotations
 
 import json
+import re
 
-from ablations.checkpoint.store import Store
+from ablations.checkpoint.store import ObjectTooLarge, Store
 from ablations.errors import InfrastructureError, StoreError
 
 ACCEPTED = "accepted.json"
+MAX_POINTER_BYTES = 4096
+"""The pointer is one short line of JSON: a larger object is not ours and is never read."""
+ATTEMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
+"""The ids the campaign gives attempts: an id becomes part of store keys, so `../x` never does."""
 
 
 class SupersededAttempt(InfrastructureError):
@@ -38,15 +43,20 @@ def accepted(store: Store, campaign_id: str, run_id: str) -> str | None:
 
     `StoreError` when the store does not answer: the caller retries rather than guess."""
     try:
-        data = store.get(_key(campaign_id, run_id))
+        data = store.get(_key(campaign_id, run_id), limit=MAX_POINTER_BYTES)
+    except ObjectTooLarge:
+        return None  # not ours to trust (see below)
     except StoreError as exc:
         if isinstance(exc.__cause__, FileNotFoundError):
             return None
         raise
     try:
-        return str(json.loads(data)["attempt"])
+        attempt = json.loads(data)["attempt"]
     except (ValueError, KeyError, TypeError):
         return None  # not ours to trust: fences every attempt until the campaign rewrites it
+    if not isinstance(attempt, str) or not ATTEMPT_ID.fullmatch(attempt):
+        return None  # the same: a key-unsafe id names no attempt the campaign submitted
+    return attempt
 
 
 def require_accepted(store: Store, campaign_id: str, run_id: str, attempt: str) -> None:

@@ -25,6 +25,10 @@ S3_SDK_RETRIES = 2
 """Retries inside s3fs/botocore per call; the saver retries whole checkpoints on top."""
 
 
+class ObjectTooLarge(StoreError):
+    """An object larger than its reader allows (`get(key, limit)`): never read whole."""
+
+
 @runtime_checkable
 class Store(Protocol):
     """A flat namespace of byte objects under one root URL."""
@@ -35,8 +39,9 @@ class Store(Protocol):
         """Write one whole object (replacing any previous one)."""
         ...
 
-    def get(self, key: str) -> bytes:
-        """Read one whole object; `StoreError` when it is missing or unreadable."""
+    def get(self, key: str, limit: int | None = None) -> bytes:
+        """Read one whole object; `StoreError` when it is missing or unreadable, or larger
+        than `limit` bytes (never read past it: an object from a shared store is untrusted)."""
         ...
 
     def keys(self, prefix: str) -> list[str]:
@@ -74,11 +79,16 @@ class FsspecStore:
         except Exception as exc:
             raise StoreError(f"cannot write {self.uri(key)}: {type(exc).__name__}: {exc}") from exc
 
-    def get(self, key: str) -> bytes:
+    def get(self, key: str, limit: int | None = None) -> bytes:
+        end = None if limit is None else limit + 1  # one byte more tells "too large"
         try:
-            data = self.fs.cat_file(self._path(key))
+            data = self.fs.cat_file(self._path(key), start=None if end is None else 0, end=end)
         except Exception as exc:
             raise StoreError(f"cannot read {self.uri(key)}: {type(exc).__name__}: {exc}") from exc
+        if limit is not None and len(data) > limit:
+            raise ObjectTooLarge(
+                f"{self.uri(key)} is larger than the {limit} bytes allowed: refused"
+            )
         return bytes(data)
 
     def keys(self, prefix: str) -> list[str]:

@@ -4,6 +4,24 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+Number = TypeVar("Number", int, float)
+
+MAX_LOTS = 1000
+"""`ablate budget --lots`: a thousand cards' worth of lots is past any rental we plan for; a
+bigger number is a typo (10^40 once overflowed the cost to `inf`)."""
+MAX_HOURS = 100_000.0
+"""`--hours`, `--prep-hours`: more than eleven years of one card."""
+MAX_DAYS = 3650
+"""`--days`: a ten-year window."""
+MAX_USD = 1e9
+"""`--price`: a billion dollars for one lot."""
+MAX_COUNT = 1_000_000_000
+"""`--accepted`: more accepted results than any campaign can register."""
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def positive_seconds(text: str) -> float:
@@ -49,3 +67,23 @@ def positive_int(text: str) -> int:
     if value == 0:
         raise argparse.ArgumentTypeError("must be at least 1, got 0")
     return value
+
+
+def at_most(kind: Callable[[str], Number], limit: Number) -> Callable[[str], Number]:
+    """`kind` (one of the types above) that also refuses a value above `limit`."""
+
+    def parse(text: str) -> Number:
+        value = kind(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be at most {limit:g}, got {text!r}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
+def module_name(text: str) -> str:
+    """An argparse type: a dotted Python module name (`mypkg.train`), nothing else."""
+    if not _MODULE.fullmatch(text) or len(text) > 200:
+        raise argparse.ArgumentTypeError(f"not a Python module name: {text[:80]!r}")
+    return text

@@ -15,7 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from ablations.budget import BudgetError, Catalog, assess_hours, assess_plan, budget_markdown
-from ablations.cli.arguments import finite_non_negative, non_negative_int, positive_int
+from ablations.cli.arguments import (
+    MAX_COUNT,
+    MAX_DAYS,
+    MAX_HOURS,
+    MAX_LOTS,
+    MAX_USD,
+    at_most,
+    finite_non_negative,
+    non_negative_int,
+    positive_int,
+)
 from ablations.cli.registry import EXIT_OK, command
 from ablations.plan.io import load_plan
 from ablations.plan.sections import PackageSection
@@ -42,19 +52,32 @@ def add_budget_parser(sub: Any) -> None:
     p.add_argument("--gpu", help='card name, e.g. "RTX 4090" (figures mode)')
     p.add_argument(
         "--hours",
-        type=finite_non_negative,
+        type=at_most(finite_non_negative, MAX_HOURS),
         help="busy wall hours the window must hold, already spread over the cards",
     )
-    p.add_argument("--days", type=positive_int, default=3, help="rental window in days (3)")
-    p.add_argument("--lots", type=positive_int, default=1, help="lots rented (1)")
     p.add_argument(
-        "--price", type=finite_non_negative, metavar="USD", help="price of one lot, if known"
+        "--days", type=at_most(positive_int, MAX_DAYS), default=3, help="rental window in days (3)"
     )
     p.add_argument(
-        "--prep-hours", type=finite_non_negative, default=0.0, help="human preparation time"
+        "--lots", type=at_most(positive_int, MAX_LOTS), default=1, help="lots rented (1)"
     )
     p.add_argument(
-        "--accepted", type=non_negative_int, metavar="K", help="accepted results, for cost/K"
+        "--price",
+        type=at_most(finite_non_negative, MAX_USD),
+        metavar="USD",
+        help="price of one lot, if known",
+    )
+    p.add_argument(
+        "--prep-hours",
+        type=at_most(finite_non_negative, MAX_HOURS),
+        default=0.0,
+        help="human preparation time",
+    )
+    p.add_argument(
+        "--accepted",
+        type=at_most(non_negative_int, MAX_COUNT),
+        metavar="K",
+        help="accepted results, for cost/K",
     )
     p.add_argument(
         "--probe",

@@ -9,6 +9,7 @@ written; any other run id from runs.csv works the same way.
 from __future__ import annotations
 
 import json
+import shlex
 
 from ablations.campaign.folder import RELOAD
 from ablations.outputs.manifest import Manifest, ManifestRun
@@ -29,42 +30,56 @@ def _block(text: str) -> str:
     return f"```sh\n{text.strip()}\n```\n"
 
 
+def _python(code: str) -> str:
+    """`python -c CODE`, the code quoted for the shell as one word: a path or URL pasted into
+    it (each as a Python literal, `repr`) can neither end the quote nor expand (`$`, `` ` ``)."""
+    return f"python -c {shlex.quote(code)}"
+
+
 def _tables(manifest: Manifest) -> str:
-    study = repr(str(manifest.ledger_study))  # ids are [A-Za-z0-9._-]: safe in sh quotes
+    study = repr(str(manifest.ledger_study))
+    storage = repr(str(manifest.ledger_url))
     return (
         "## runs.csv and manifest.json\n\n"
         "One row per registered run (`metric` is the plan's metric, `model` the final "
         "weights, `checkpoint_uri` the last committed training state):\n\n"
         + _block(
-            "python -c \"import pandas as pd; runs = pd.read_csv('runs.csv'); "
-            "columns = ['run_id', 'variant', 'seed', 'status', 'metric']; "
-            'print(runs[columns].to_string(index=False))"'
+            _python(
+                "import pandas as pd; runs = pd.read_csv('runs.csv'); "
+                "columns = ['run_id', 'variant', 'seed', 'status', 'metric']; "
+                "print(runs[columns].to_string(index=False))"
+            )
         )
         + "\nThe manifest holds the same runs with every field, the gate decision, the budget, "
         "the code version and environment, and each file's sha256 and size:\n\n"
         + _block(
-            "python -c \"import json; m = json.load(open('manifest.json')); "
-            "print(m['campaign_id'], m['plan_hash'][:12], (m['gate'] or {}).get('decision'), "
-            "len(m['runs']), 'runs')\""
+            _python(
+                "import json; m = json.load(open('manifest.json')); "
+                "print(m['campaign_id'], m['plan_hash'][:12], (m['gate'] or {}).get('decision'), "
+                "len(m['runs']), 'runs')"
+            )
         )
         + "\n## The ledger (Optuna)\n\n"
         f"One trial per run that ran, in the study {study} of `{manifest.ledger_url}` "
         "(relative to this folder). Opening it may let SQLite rewrite the file, which is why "
         "the manifest holds no hash for it; `ablate verify` checks its trials instead.\n\n"
         + _block(
-            f'python -c "import optuna; study = optuna.load_study(study_name={study}, '
-            f"storage='{manifest.ledger_url}'); "
-            "frame = study.trials_dataframe(attrs=('number', 'state', 'value', 'user_attrs')); "
-            "columns = ['number', 'state', 'value', 'user_attrs_run_id']; "
-            'print(frame[columns].to_string(index=False))"'
+            _python(
+                f"import optuna; study = optuna.load_study(study_name={study}, "
+                f"storage={storage}); "
+                "frame = study.trials_dataframe(attrs=('number', 'state', 'value', 'user_attrs')); "
+                "columns = ['number', 'state', 'value', 'user_attrs_run_id']; "
+                "print(frame[columns].to_string(index=False))"
+            )
         )
-        + f"\nor browse it: `optuna-dashboard {manifest.ledger_url}` from inside this folder.\n"
+        + f"\nor browse it: `optuna-dashboard {shlex.quote(str(manifest.ledger_url))}` from "
+        "inside this folder.\n"
     )
 
 
 def _run_files(run: ManifestRun) -> str:
     reads = [
-        f"print(pd.read_csv('{path}').tail(3))"
+        f"print(pd.read_csv({path!r}).tail(3))"
         for kind in ("steps", "evals", "predictions")
         if (path := run.artifact(kind)) is not None
     ]
@@ -74,7 +89,7 @@ def _run_files(run: ManifestRun) -> str:
         "\n## Per-run metrics and predictions\n\n"
         "`metrics/<run_id>.steps.csv` (step, loss), `metrics/<run_id>.evals.csv` (step and each "
         "held-out metric), `predictions/<run_id>.csv` (input_id, label, predicted):\n\n"
-        + _block(f'python -c "import pandas as pd; {"; ".join(reads)}"')
+        + _block(_python(f"import pandas as pd; {'; '.join(reads)}"))
     )
 
 
@@ -86,6 +101,7 @@ def _model(run: ManifestRun, plan: Plan) -> str:
     script = f"""
 python - <<'EOF'
 import json
+import shlex
 
 import torch
 
@@ -93,6 +109,7 @@ from ablations.training.driver import seed_everything
 from ablations.workload import load_workload
 
 RUN_ID = {json.dumps(run.run_id)}
+METRIC = {json.dumps(metric)}
 run = next(r for r in json.load(open("manifest.json"))["runs"] if r["run_id"] == RUN_ID)
 seed_everything(run["seed"])
 workload = load_workload({json.dumps(plan.workload.entry)}).build(
@@ -100,9 +117,9 @@ workload = load_workload({json.dumps(plan.workload.entry)}).build(
 )
 weights = torch.load({json.dumps(model)}, map_location="cpu", weights_only=True)
 workload.model.load_state_dict(weights)
-got = workload.evaluate().metrics[{json.dumps(metric)}]
-recorded = run["metrics"][{json.dumps(metric)}]
-print(f"{{RUN_ID}}: {metric} {{got}} re-evaluated, {{recorded}} recorded")
+got = workload.evaluate().metrics[METRIC]
+recorded = run["metrics"][METRIC]
+print(f"{{RUN_ID}}: {{METRIC}} {{got}} re-evaluated, {{recorded}} recorded")
 assert abs(got - recorded) <= {DEFAULT_TOLERANCE!r}, "differs beyond the tolerance"
 EOF
 """

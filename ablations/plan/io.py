@@ -56,6 +56,17 @@ def read_plan_text(path: Path) -> str:
         raise PlanError([Problem("", f"cannot read the plan file as UTF-8 text: {exc}")]) from exc
 
 
+def plan_text_of(text: str, source: str) -> str:
+    """A plan given as text (pasted into the UI's `plan_yaml`), under the same cap as a file:
+    a pasted megabyte is refused before anything parses it."""
+    if len(text) > MAX_PLAN_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_PLAN_BYTES:
+        raise PlanError(
+            [Problem("", f"the plan exceeds the limit of {MAX_PLAN_BYTES} bytes", None, False)],
+            source,
+        )
+    return text
+
+
 def _kind(mode: int) -> str:
     for test, name in (
         (stat.S_ISFIFO, "a FIFO"),

@@ -412,6 +412,10 @@ class CheckpointSection(Section):
             raise ValueError(_NO_CREDENTIALS)
         if value is not None and not re.match(r"^https?://[^/]+", value):
             raise ValueError("must be an http:// or https:// URL")
+        if value is not None and ("?" in value or "#" in value):
+            # a query string may hold credentials, and this URL is copied into plan.yaml,
+            # the manifest and RELOAD.md
+            raise ValueError("must not hold a query (?...) or fragment (#...)")
         return value
 
     @field_validator("store")
@@ -424,6 +428,10 @@ class CheckpointSection(Section):
             raise ValueError(f"must be a URL starting with one of {', '.join(STORE_SCHEMES)}://")
         if not rest.strip("/"):
             raise ValueError("needs a path, bucket or name after the scheme")
+        relative = scheme == "file" and not rest.startswith("/")
+        if relative and os.path.normpath(rest).split("/")[0] == "..":
+            # a relative store lives inside the campaign's folder: `..` must not lead out
+            raise ValueError("a relative file:// store must stay inside the folder: '..' leads out")
         if scheme == "s3" and not re.match(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/|$)", rest):
             raise ValueError("S3 bucket names are 3-63 lowercase letters, digits, '.' or '-'")
         return value
@@ -441,6 +449,10 @@ class ResourcesSection(Section):
     `max_slots_per_device`; 1 without a probe result or on CPU (CPU slots follow the cores)."""
     max_slots_per_device: PositiveInt = 4
     """The most runs `slots_per_device: auto` ever places on one device."""
+    # exclude: a safety cap, not the experiment: it stays out of the plan hash (and run ids)
+    max_runs: PositiveInt = Field(default=100_000, exclude=True)
+    """The most runs (variants x seeds) the plan may declare: a few kilobytes of YAML can
+    declare millions, each a record, a ledger trial and a row. Raise it if you mean it."""
 
     @field_validator("devices", mode="before")
     @classmethod

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ablations.errors import PlanError, Problem
 from ablations.plan.sections import Category, ParamValue, shown
 
 if TYPE_CHECKING:
@@ -195,6 +196,20 @@ _PLANNED: dict[str, tuple[PlannedRun, ...]] = {}
 """Runs by plan hash: a campaign asks for its runs once per task, the answer never changes."""
 
 
+def require_run_cap(plan: Plan, variant_count: int) -> None:
+    """`PlanError` when the plan declares more main runs than `resources.max_runs`, counted
+    before a single run is built (a few kilobytes of YAML can declare millions)."""
+    seeds = plan.look_sizes[-1]  # a sequential design registers every seed up to its max
+    count = variant_count * seeds
+    cap = plan.resources.max_runs
+    if count > cap:
+        message = (
+            f"the plan declares {count} runs ({variant_count} variants x {seeds} "
+            f"seeds), above resources.max_runs ({cap}); raise it if you mean it"
+        )
+        raise PlanError([Problem("resources.max_runs", message, show_value=False)])
+
+
 def planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
     """Every registered run: the pilot's first, then the main phase (every variant x seed)."""
     known = _PLANNED.get(plan_hash)
@@ -205,6 +220,7 @@ def planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
 
 def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
     all_variants = variants(plan)
+    require_run_cap(plan, len(all_variants))
     pilot_names = set(
         plan.pilot.variants or [v.name for v in all_variants if v.category == "essential"]
     )

@@ -9,7 +9,7 @@ from ablations.campaign.folder import (
     PER_CLASS_PNG,
     REPORT,
     TIMELINE_PNG,
-    atomic_write_text,
+    CampaignFolder,
 )
 from ablations.report.inputs import ReportInputs
 from ablations.report.markdown import render_report
@@ -29,17 +29,18 @@ def build_report(out_dir: Path, inputs: ReportInputs) -> str:
     A plot with nothing to show (no effect, no predictions, no timings) is removed if an
     earlier build left one, so the folder never shows a stale picture.
     """
+    folder = CampaignFolder(out_dir)  # every path through the folder's guard
     drawn: list[str] = []
     for name, draw in (
         (EFFECTS_PNG, lambda p: plot_effects(inputs.effects, inputs.metric, p)),
         (PER_CLASS_PNG, lambda p: plot_per_class(inputs.errors, p)),
         (TIMELINE_PNG, lambda p: plot_timeline(inputs.runs, p, **timeline_marks(out_dir))),
     ):
-        path = out_dir / name
+        path = folder.path(name)
         if draw(path) is not None:
             drawn.append(name)
         else:
             path.unlink(missing_ok=True)
     markdown = render_report(inputs, drawn)
-    atomic_write_text(out_dir / REPORT_FILE, markdown)
+    folder.write_text(REPORT_FILE, markdown)
     return markdown

@@ -35,12 +35,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from ablations.checkpoint import fence
+from ablations.entries import require_allowed_entry
 from ablations.errors import InputError, StoreError
 from ablations.plan.sections import CheckpointSection
 from ablations.progress import say
 from ablations.records import RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec
 from ablations.slots.host import HostSlots
+from ablations.slots.trust import MAX_RESULT_BYTES, seal
 from ablations.slots.worker import SlotWorker
 
 if TYPE_CHECKING:  # the checkpoint package imports torch: never before a slot is pinned
@@ -84,10 +86,16 @@ def attempt_prefix(spec: RunSpec, attempt: str) -> str:
     return f"{spec.campaign_id}/{spec.run_id}/attempts/{attempt}"
 
 
-def attempt_result(store: FsspecStore, spec: RunSpec, attempt: str) -> str | None:
-    """The result (JSON) the attempt committed, or None."""
+def result_key(spec: RunSpec, attempt: str) -> str:
+    """Where the attempt's result envelope is (`ablations.slots.trust.seal`)."""
+    return f"{attempt_prefix(spec, attempt)}/{RESULT}"
+
+
+def attempt_result(store: FsspecStore, spec: RunSpec, attempt: str) -> bytes | None:
+    """The result envelope the attempt committed, unchecked (`trust.unseal`), or None when
+    there is none (or it is larger than any result: never read whole)."""
     try:
-        return store.get(f"{attempt_prefix(spec, attempt)}/{RESULT}").decode()
+        return store.get(result_key(spec, attempt), limit=MAX_RESULT_BYTES)
     except StoreError:
         return None
 
@@ -130,21 +138,23 @@ def run_on_host(
     lost one. Returns the result (a `RunRecord` or `PreflightReport`) as JSON, once it is
     committed; `SupersededAttempt` (and a line in this attempt's log) when the campaign had
     declared this attempt lost and accepted another meanwhile: nothing of it is committed."""
-    store = attempt_store(spec)
     host = HostSlots.from_env()
+    if host.allowed_entries is not None:  # the API reaches this host: refused before import
+        require_allowed_entry(spec.workload, host.allowed_entries)
+    store = attempt_store(spec)
     with _heartbeat(store, spec, attempt, host.host), host.lease() as slot:
         if kind == "preflight":
             result = _on_slot(slot, "preflight", spec, expected_inputs)
         else:
             result = _run_and_upload(slot, store, spec.model_copy(update={"attempt": attempt}))
-    _commit(store, spec, attempt, result)
+    _commit(store, spec, kind, attempt, result)
     return result
 
 
-def _commit(store: FsspecStore, spec: RunSpec, attempt: str, result: str) -> None:
+def _commit(store: FsspecStore, spec: RunSpec, kind: Kind, attempt: str, result: str) -> None:
     """Write the attempt's result, unless the campaign accepts another attempt now."""
     _require_accepted(store, spec, attempt)
-    store.put(f"{attempt_prefix(spec, attempt)}/{RESULT}", result.encode())
+    store.put(result_key(spec, attempt), seal(spec, kind, attempt, result))
 
 
 def _require_accepted(store: FsspecStore, spec: RunSpec, attempt: str) -> None:
@@ -207,8 +217,9 @@ def _run_and_upload(slot: SlotSpec, store: FsspecStore, spec: RunSpec) -> str:
 class Attempted(NamedTuple):
     """How the submissions of one run ended."""
 
-    result: str | None
-    """The accepted attempt's result (JSON), or None when every attempt was lost."""
+    result: bytes | None
+    """The accepted attempt's result envelope (unchecked), or None when every attempt was
+    lost."""
     attempt: str | None
     """The attempt whose result it is: its outputs are read from its folder only."""
     problem: str

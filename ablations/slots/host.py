@@ -11,6 +11,8 @@ in `HostSlots.from_env`:
     ABLATE_DEVICES    auto | N (CPU slots) | cuda:0,cuda:1    the devices of this host
     ABLATE_HOST       the name records show (default: the hostname)
     ABLATE_SLOT_DIR   where the lock files live (default: <tmp>/ablate-slots)
+    ABLATE_ALLOW_ENTRY  workload modules runs may import besides the built-in ones, comma
+                      separated (unset: any; set, even empty: only those, see `ablations.entries`)
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class HostSlots:
     host: str
     slots: list[SlotSpec]
     lock_dir: Path
+    allowed_entries: tuple[str, ...] | None = None
+    """Workload modules this host's runs may import besides the built-ins (None: any)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> HostSlots:
@@ -48,8 +52,12 @@ class HostSlots:
         devices = env.get("ABLATE_DEVICES", "auto")
         host = env.get("ABLATE_HOST") or socket.gethostname()
         lock_dir = env.get("ABLATE_SLOT_DIR") or str(Path(tempfile.gettempdir()) / "ablate-slots")
+        allowed = env.get("ABLATE_ALLOW_ENTRY")
         return cls(
-            host=host, slots=plan_slots(ResourcesSection(), devices), lock_dir=Path(lock_dir)
+            host=host,
+            slots=plan_slots(ResourcesSection(), devices),
+            lock_dir=Path(lock_dir),
+            allowed_entries=None if allowed is None else tuple(e for e in allowed.split(",") if e),
         )
 
     def lock_path(self, slot: SlotSpec) -> Path:

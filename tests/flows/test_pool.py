@@ -28,7 +28,8 @@ from ablations.checkpoint import fence
 from ablations.outputs.manifest import read_manifest
 from ablations.plan.sections import ResourcesSection
 from ablations.records import PreflightReport, RunRecord, RunSpec, Timings
-from ablations.slots.attempts import OUTPUTS, RESULT, attempt_prefix, attempt_store
+from ablations.slots.attempts import OUTPUTS, RESULT, Kind, attempt_prefix, attempt_store
+from ablations.slots.trust import seal
 from flows.pool import PoolExecutor, PoolSettings, pool_slots
 from tests.flows.conftest import plan_text
 
@@ -71,13 +72,16 @@ def _offline() -> PoolExecutor:
     return PoolExecutor(PoolSettings("gpus", attempts=0, poll_s=0.01), [])
 
 
-def _leave(spec: RunSpec, attempt: str, result: str, files: dict[str, bytes]) -> None:
-    """What a host leaves in the store for one attempt: its outputs, then its result."""
+def _leave(
+    spec: RunSpec, attempt: str, result: str, files: dict[str, bytes], kind: Kind = "run"
+) -> None:
+    """What a host leaves in the store for one attempt: its outputs, then its result (in the
+    envelope naming the spec it answers)."""
     store = attempt_store(spec)
     prefix = attempt_prefix(spec, attempt)
     for relative, data in files.items():
         store.put(f"{prefix}/{OUTPUTS}/{relative}", data)
-    store.put(f"{prefix}/{RESULT}", result.encode())
+    store.put(f"{prefix}/{RESULT}", seal(spec, kind, attempt, result))
 
 
 def _record(spec: RunSpec, artifacts: dict[str, str]) -> RunRecord:
@@ -135,7 +139,7 @@ def test_preflight_takes_the_accepted_report_or_fails_as_lost(
     assert (lost.error.type, lost.error.cause) == ("WorkerLost", "infrastructure")
 
     report = PreflightReport(passed=True, seconds=2.5)
-    _leave(spec, "1-pre", report.model_dump_json(), {})
+    _leave(spec, "1-pre", report.model_dump_json(), {}, kind="preflight")
     fence.accept(attempt_store(spec), spec.campaign_id, spec.run_id, "1-pre")
     assert _offline().preflight(spec, {"train": 10}) == report
 

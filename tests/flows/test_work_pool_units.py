@@ -100,7 +100,11 @@ def test_the_worker_side_leaves_record_outputs_and_heartbeat_in_the_store(
 
     base = store / "tiny" / run.run_id / "attempts" / "flow-run-1"
     assert reply["slot"] == "host-x/cpu#0" and reply["status"] in {"accepted", "rejected"}
-    assert json.loads((base / "outputs" / "result.json").read_text()) == reply
+    envelope = json.loads((base / "outputs" / "result.json").read_text())
+    assert json.loads(envelope["result"]) == reply  # with the spec it answers
+    assert (envelope["run_id"], envelope["attempt"], envelope["kind"]) == (
+        run.run_id, "flow-run-1", "run"
+    )  # fmt: skip
     assert json.loads((base / "heartbeat.json").read_text())["attempt"] == "flow-run-1"
     assert reply["artifacts"]
     for relative in reply["artifacts"].values():  # exported on the host, not in its out_dir

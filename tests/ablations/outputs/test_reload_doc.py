@@ -202,3 +202,25 @@ def test_an_s3_store_names_its_endpoint_and_credentials() -> None:
     assert script.count(f', endpoint_url="{endpoint}")') == 2  # model.pt and state.pt
     plain = reload_markdown(_manifest([row]), _plan("s3://bucket/p"))
     assert "endpoint_url" not in _python_of(_blocks(plain)[-1])
+
+
+def test_every_pasted_path_is_quoted_for_the_shell_and_for_python(tmp_path: Path) -> None:
+    plan = _plan("file://./ckpt")
+    hostile = "x'; touch PWNED; echo '$(touch PWNED2)`touch PWNED3`\"\n"
+    run = _row(
+        "width-8-s0",
+        metrics={"accuracy": 0.9},
+        checkpoint={"uri": f"file://ckpt/{hostile}"},
+        artifacts=[
+            FileEntry(kind=kind, path=f"metrics/{hostile}.csv", sha256="0" * 64, bytes=1)
+            for kind in ("steps", "evals", "model")
+        ],
+    )
+    manifest = _manifest([run]).model_copy(update={"ledger_url": f"sqlite:///{hostile}"})
+    for block in _blocks(reload_markdown(manifest, plan)):
+        code = _python_of(block)  # one shell word, or a quoted heredoc: nothing expands
+        compile(code, "<RELOAD.md>", "exec")  # and the path is a literal, not code
+        if block.startswith("python -c"):
+            assert shlex.split(block)[2] == code
+        for value in (f"metrics/{hostile}.csv", f"sqlite:///{hostile}"):
+            assert hostile not in code or repr(value) in code or json.dumps(value) in code

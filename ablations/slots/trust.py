@@ -1,0 +1,168 @@
+"""What a work-pool attempt leaves in the shared store, checked before the campaign uses it.
+
+Whoever can write the campaign's store prefix can plant objects there, so everything read
+back is untrusted input:
+
+- a result is an envelope naming the spec it answers (kind, campaign, plan hash, run id,
+  variant, seed, phase, attempt); one that answers another spec, does not parse, or (with
+  `ABLATE_SIGNING_KEY`, `ablations.signing`) is unsigned or wrongly signed is refused, and
+  the attempt is a failure with that reason;
+- a run record must name the run it answers, and its artifacts' names are rebuilt from the
+  run id (never taken from the record), so nothing lands outside the folder;
+- every object is read with a size cap;
+- a heartbeat keeps an attempt alive only while its checkpoints advance: a beat with no new
+  committed step for `progress_timeout_s` is a lost attempt (`Liveness`).
+
+No Prefect here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from ablations.campaign.folder import METRICS, MODELS, PREDICTIONS
+from ablations.errors import short_repr
+from ablations.records import PreflightReport, RunRecord, RunSpec
+from ablations.signing import UntrustedObject, sign, signing_key, verify
+
+MAX_RESULT_BYTES = 16 << 20
+"""A result is a record of a few kilobytes (every evaluation included); 16 MiB is absurd."""
+MAX_SMALL_BYTES = 64 << 10
+"""An accepted pointer or a heartbeat: a line of JSON."""
+MAX_ARTIFACT_BYTES = 8 << 30
+"""One exported file (metrics, predictions, final weights), read whole into memory."""
+
+Kind = Literal["run", "preflight"]
+
+
+def artifact_names(run_id: str) -> dict[str, str]:
+    """Every file a run may export, by kind, relative to the folder: rebuilt from the run id
+    (as `ablations.training.driver.export_run` names them), never read from a record."""
+    return {
+        "steps": f"{METRICS}/{run_id}.steps.csv",
+        "evals": f"{METRICS}/{run_id}.evals.csv",
+        "predictions": f"{PREDICTIONS}/{run_id}.csv",
+        "model": f"{MODELS}/{run_id}.pt",
+    }
+
+
+def _identity(spec: RunSpec, kind: Kind, attempt: str) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "campaign_id": spec.campaign_id,
+        "plan_hash": spec.plan_hash,
+        "run_id": spec.run_id,
+        "variant": spec.variant,
+        "seed": spec.seed,
+        "phase": spec.phase,
+        "attempt": attempt,
+    }
+
+
+def seal(spec: RunSpec, kind: Kind, attempt: str, result: str) -> bytes:
+    """The stored form of an attempt's result: the spec it answers, the result's JSON, and
+    (with `ABLATE_SIGNING_KEY`) an HMAC over both."""
+    fields = {**_identity(spec, kind, attempt), "result": result}
+    return json.dumps(sign(fields, signing_key()), indent=1).encode()
+
+
+def unseal(data: bytes, spec: RunSpec, kind: Kind, attempt: str, name: str) -> str:
+    """The result's JSON, once the envelope answers this spec and attempt (and is signed
+    when signing is on); `UntrustedObject` naming `name` and what is wrong otherwise."""
+    try:
+        fields = json.loads(data)
+    except ValueError as exc:
+        raise UntrustedObject(f"{name}: not a result envelope ({exc}): refused") from None
+    if not isinstance(fields, dict) or not isinstance(fields.get("result"), str):
+        raise UntrustedObject(f"{name}: not a result envelope: refused")
+    verify(fields, signing_key(), name)
+    wrong = [
+        f"{key} {short_repr(fields.get(key))} (expected {short_repr(value)})"
+        for key, value in _identity(spec, kind, attempt).items()
+        if fields.get(key) != value
+    ]
+    if wrong:
+        raise UntrustedObject(f"{name} answers another spec: {'; '.join(wrong)}: refused")
+    result: str = fields["result"]
+    return result
+
+
+def checked_record(result: str, spec: RunSpec, name: str) -> RunRecord:
+    """The run record in `result`, once it names this run and its artifacts are the files
+    this run exports (`UntrustedObject` otherwise)."""
+    try:
+        record = RunRecord.model_validate_json(result)
+    except ValidationError as exc:
+        raise UntrustedObject(f"{name}: not a run record ({exc.error_count()} errors)") from None
+    expected = {
+        "run_id": spec.run_id,
+        "variant": spec.variant,
+        "seed": spec.seed,
+        "phase": spec.phase,
+        "category": spec.category,
+    }
+    wrong = [
+        f"{key} {short_repr(getattr(record, key))} (expected {short_repr(value)})"
+        for key, value in expected.items()
+        if getattr(record, key) != value
+    ]
+    names = artifact_names(spec.run_id)
+    wrong += [
+        f"artifact {short_repr(kind)} at {short_repr(path)} "
+        f"(expected {short_repr(names.get(kind))})"
+        for kind, path in record.artifacts.items()
+        if names.get(kind) != path
+    ]
+    if wrong:
+        raise UntrustedObject(f"{name}: a record of another run: {'; '.join(wrong)}: refused")
+    return record
+
+
+def checked_preflight(result: str, name: str) -> PreflightReport:
+    """The preflight report in `result` (its envelope already named the spec)."""
+    try:
+        return PreflightReport.model_validate_json(result)
+    except ValidationError as exc:
+        raise UntrustedObject(
+            f"{name}: not a preflight report ({exc.error_count()} errors)"
+        ) from None
+
+
+@dataclass
+class Liveness:
+    """When an attempt is lost: no new heartbeat for `heartbeat_timeout_s`, or no new
+    committed checkpoint step for `progress_timeout_s` while it is running. A heartbeat says
+    the host is up; only progress says the run is, so a beat that is kept going (a hung
+    run, or one written by someone else) cannot keep a dead attempt alive forever."""
+
+    heartbeat_timeout_s: float
+    progress_timeout_s: float
+    beat: str | None = None
+    progress: int | None = None
+    beat_at: float = 0.0
+    progress_at: float = 0.0
+    started: bool = field(default=False)
+
+    def observe(self, now: float, running: bool, beat: str | None, progress: int | None) -> str:
+        """Why the attempt is lost at `now`, or "" while it is alive (or not yet running)."""
+        if not self.started or not running:
+            self.started = running
+            self.beat, self.progress, self.beat_at, self.progress_at = beat, progress, now, now
+            return ""
+        if beat != self.beat:
+            self.beat, self.beat_at = beat, now
+        if progress != self.progress:
+            self.progress, self.progress_at = progress, now
+        if now - self.beat_at > self.heartbeat_timeout_s:
+            return f"no heartbeat for {self.heartbeat_timeout_s:.0f} s"
+        if now - self.progress_at > self.progress_timeout_s:
+            step = "no checkpoint" if self.progress is None else f"step {self.progress}"
+            return (
+                f"no progress for {self.progress_timeout_s:.0f} s (still at {step}, while "
+                "its heartbeat went on)"
+            )
+        return ""

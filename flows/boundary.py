@@ -1,0 +1,88 @@
+"""What a flow run launched through the Prefect API or UI may reach: `ablate serve`'s boundary.
+
+Whoever reaches the Prefect API can start the deployment with any parameters, and the run
+executes as the user of `ablate serve`. `ablate serve --root DIR --allow-entry MODULE`
+narrows that: `plan_path` and `out_dir` must lie under a root (resolved, symbolic links
+included), and the plan's `workload.entry` must be on the allow-list
+(`ablations.entries`); anything else is refused, in one line, before a file outside the roots
+is read or written and before the workload is imported. The pasted plan is read through the
+same bounded reader as a file.
+
+The served flow runs are child processes of `ablate serve`: the boundary reaches them through
+its environment (`ABLATE_SERVE_ROOTS`, `ABLATE_ALLOW_ENTRY`), written and read only here. A
+campaign started from the terminal (`ablate run`) has no boundary: its user is the operator.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ablations.entries import require_allowed_entry
+from ablations.errors import InputError, short_repr
+from ablations.plan.io import parse_yaml, plan_text_of, read_plan_text
+from ablations.plan.model import parse_plan
+
+ROOTS_ENV = "ABLATE_SERVE_ROOTS"
+ENTRIES_ENV = "ABLATE_ALLOW_ENTRY"
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """The folders a served campaign may read its plan from and write its folder into, and
+    the workload modules it may import besides the built-in ones."""
+
+    roots: tuple[Path, ...]
+    entries: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, roots: list[Path], entries: list[str]) -> Boundary:
+        return cls(tuple(r.resolve() for r in roots), tuple(entries))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Boundary | None:
+        """The boundary `ablate serve` set for its flow runs; None outside a served run."""
+        env = os.environ if environ is None else environ
+        if ROOTS_ENV not in env:
+            return None
+        roots = tuple(Path(r) for r in env[ROOTS_ENV].split(os.pathsep) if r)
+        entries = tuple(e for e in env.get(ENTRIES_ENV, "").split(",") if e)
+        return cls(roots, entries)
+
+    def install(self) -> None:
+        """Hand the boundary to this process's flow runs (`ablate serve` only)."""
+        os.environ[ROOTS_ENV] = os.pathsep.join(str(r) for r in self.roots)
+        os.environ[ENTRIES_ENV] = ",".join(self.entries)
+
+    def require_inside(self, parameter: str, value: str) -> None:
+        """`InputError` unless `value` resolves under one of the roots."""
+        target = Path(value).resolve()
+        if not any(target == root or root in target.parents for root in self.roots):
+            roots = ", ".join(str(r) for r in self.roots) or "none"
+            raise InputError(
+                f"{parameter} {short_repr(value)} is outside the folders this server allows "
+                f"({roots}); its operator sets them with `ablate serve --root DIR`"
+            )
+
+
+def admitted_plan_text(plan_path: str, plan_yaml: str, out_dir: str) -> str:
+    """The plan's text for a campaign flow run, once its parameters are inside the boundary
+    (when served): bounded whether pasted or read, paths under the roots, entry allowed."""
+    boundary = Boundary.from_env()
+    if boundary is not None:
+        boundary.require_inside("out_dir", out_dir)
+        if plan_path and not plan_yaml:
+            boundary.require_inside("plan_path", plan_path)
+    if plan_yaml:
+        text = plan_text_of(plan_yaml, "plan_yaml")
+    elif plan_path:
+        text = read_plan_text(Path(plan_path))
+    else:
+        raise InputError("give plan_path or plan_yaml")
+    if boundary is not None:
+        source = "plan_yaml" if plan_yaml else plan_path
+        plan = parse_plan(parse_yaml(text, source), source)
+        require_allowed_entry(plan.workload.entry, boundary.entries)
+    return text

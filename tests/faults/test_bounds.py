@@ -1,0 +1,118 @@
+"""Bounds on what a plan, a pasted plan, a flow run's name and `ablate budget` accept (issue
+24): each refused in one line with exit 2, naming what is wrong, nothing written."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ablations.cli import main
+from ablations.errors import PlanError
+from ablations.plan.io import MAX_PLAN_BYTES, plan_text_of
+from flows.run_names import campaign_id_of
+from tests.faults.test_malformed_plans import DEMO, _assert_refused, _set
+
+
+def _bomb(levels: int = 7) -> str:
+    """A few hundred bytes that expand to 9**levels nodes in a plain `yaml.safe_load`."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        ref = f"*a{i - 1}"
+        lines.append(f"a{i}: &a{i} [{', '.join([ref] * 9)}]")
+    lines.append(f"campaign: {{id: *a{levels - 1}}}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "field", "says"),
+    [
+        (_set(DEMO, "checkpoint.store", "file://../../elsewhere"), "checkpoint.store", "leads out"),
+        (_set(DEMO, "checkpoint.store", "file://ckpt/../../x"), "checkpoint.store", "leads out"),
+        (
+            _set(_set(DEMO, "checkpoint.store", "s3://bucket/p"), "checkpoint.endpoint_url",
+                 "https://s3.example.com/?X-Amz-Credential=AKIA"),
+            "checkpoint.endpoint_url", "query",
+        ),
+        (
+            _set(_set(DEMO, "checkpoint.store", "s3://bucket/p"), "checkpoint.endpoint_url",
+                 "https://s3.example.com#token"),
+            "checkpoint.endpoint_url", "fragment",
+        ),
+        (_set(DEMO, "resources.max_runs", 3), "resources.max_runs", "above resources.max_runs"),
+        (_set(DEMO, "seeds", list(range(60_000))), "resources.max_runs", "120000 runs" ),
+    ],
+)  # fmt: skip
+def test_plans_beyond_the_bounds_are_refused(
+    content: Any, field: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if len(content["seeds"]) > 1000:  # two variants x 60 000 seeds
+        content = _set(content, "factors", {"width": DEMO["factors"]["width"]})
+        content["factors"]["width"]["levels"] = content["factors"]["width"]["levels"][:1]
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump(content))
+    code = main(["plan", str(plan)])
+    captured = capsys.readouterr()
+    _assert_refused(code, captured.err, captured.out, field)
+    assert says in captured.err
+
+
+def test_a_raised_run_cap_lets_a_large_plan_through(tmp_path: Path) -> None:
+    content = _set(DEMO, "resources.max_runs", 1_000_000)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump(content))
+    assert main(["validate", str(plan)]) == 0
+
+
+def test_the_run_name_of_an_alias_bomb_is_computed_bounded() -> None:
+    bomb = _bomb()
+    assert len(bomb) < 600
+    started = time.perf_counter()
+    assert campaign_id_of(bomb, "") is None  # refused by the bounded reader, not expanded
+    assert time.perf_counter() - started < 2.0
+    assert campaign_id_of("campaign: {id: " + "x" * 5000 + "}\n", "") == "x" * 64
+    assert campaign_id_of("campaign: {id: pasted}\n", "") == "pasted"
+
+
+def test_a_pasted_plan_has_the_file_cap() -> None:
+    assert plan_text_of("campaign: {id: x}\n", "plan_yaml") == "campaign: {id: x}\n"
+    with pytest.raises(PlanError, match=f"exceeds the limit of {MAX_PLAN_BYTES} bytes"):
+        plan_text_of("#" * (MAX_PLAN_BYTES + 1), "plan_yaml")
+    with pytest.raises(PlanError, match="exceeds the limit"):  # counted in bytes, not chars
+        plan_text_of("é" * (MAX_PLAN_BYTES // 2 + 1), "plan_yaml")
+
+
+def test_a_plan_error_never_echoes_more_than_a_short_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "-----BEGIN OPENSSH PRIVATE KEY----- " + "b3BlbnNzaC1rZXktdjEAAAAA" * 200
+    plan = tmp_path / "id_ed25519"
+    plan.write_text(secret + "\n")
+    assert main(["validate", str(plan)]) == 2
+    err = capsys.readouterr().err
+    assert "top level must be a mapping" in err and "characters)" in err
+    assert secret[:60] in err and secret[200:260] not in err and len(err) < 600
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--lots", "10" + "0" * 40, "at most 1000"),
+        ("--hours", "1e12", "at most 100000"),
+        ("--days", "100000", "at most 3650"),
+        ("--price", "1e15", "at most 1e+09"),
+    ],
+)
+def test_budget_figures_beyond_sane_bounds_are_refused(
+    flag: str, value: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["budget", "--gpu", "RTX 4090", "--hours", "78", flag, value]
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: must be {says}" in err and "Traceback" not in err
+    assert main(["budget", "--gpu", "RTX 4090", "--hours", "78", "--lots", "1000"]) == 0

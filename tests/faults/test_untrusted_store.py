@@ -1,0 +1,250 @@
+"""Objects in a work pool's shared store are untrusted input: forged ones never reach the folder.
+
+Each test plants what someone with write access to the store prefix could write (a record, a
+result envelope, artifacts, the accepted pointer, a heartbeat) and reads it back the way the
+campaign does (`PoolExecutor.run`), on a `file://` store and on a real S3 protocol server.
+`attempts=0`: nothing is submitted, so only what is already in the store is read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ablations.campaign.folder import CampaignFolder, OutsideFolder
+from ablations.checkpoint import commit, fence
+from ablations.checkpoint.commit import Identity, RefusedCheckpoint
+from ablations.checkpoint.store import FsspecStore, open_store
+from ablations.plan.sections import CheckpointSection
+from ablations.records import RunSpec
+from ablations.signing import SIGNING_KEY_ENV
+from ablations.slots.attempts import attempt_prefix, result_key
+from ablations.slots.trust import Liveness, artifact_names, seal
+from flows.pool import PoolExecutor, PoolSettings
+from tests.s3_server import BUCKET
+
+ATTEMPT = "1-0123456789ab"
+RUN_ID = "control-s0-0123456789"
+
+
+def _spec(section: CheckpointSection, out: Path) -> RunSpec:
+    return RunSpec(
+        run_id=RUN_ID, campaign_id="trust", plan_hash="h" * 64, variant="control",
+        category="essential", phase="main", seed=0, params={"width": 8}, steps=10,
+        eval_every=5, workload="ablations.workloads.digits:DigitsWorkload", metric="accuracy",
+        threshold=0.5, checkpoint=section, out_dir=str(out),
+    )  # fmt: skip
+
+
+def _record(**changes: Any) -> dict[str, Any]:
+    record = {
+        "run_id": RUN_ID, "variant": "control", "seed": 0, "category": "essential",
+        "phase": "main", "status": "accepted", "metrics": {"accuracy": 1.0}, "steps_done": 10,
+        "artifacts": {"steps": artifact_names(RUN_ID)["steps"]},
+    }  # fmt: skip
+    return {**record, **changes}
+
+
+@pytest.fixture(params=["file", "s3"])
+def spec(request: pytest.FixtureRequest, tmp_path: Path) -> RunSpec:
+    if request.param == "file":
+        section = CheckpointSection(store=f"file://{tmp_path / 'store'}")
+    else:
+        endpoint = request.getfixturevalue("s3_endpoint")
+        prefix = f"s3://{BUCKET}/{request.node.name.replace('[', '-').strip(']')}"
+        section = CheckpointSection(store=prefix, endpoint_url=endpoint)
+    (tmp_path / "out").mkdir()
+    return _spec(section, tmp_path / "out")
+
+
+def _store(spec: RunSpec) -> FsspecStore:
+    assert spec.checkpoint is not None
+    return open_store(spec.checkpoint, check=False)
+
+
+Plant = Callable[..., None]
+
+
+@pytest.fixture
+def plant(spec: RunSpec) -> Plant:
+    """Write an accepted pointer, a result and artifacts as a forger would (no key)."""
+
+    def write(
+        record: dict[str, Any] | None = None,
+        envelope: bytes | None = None,
+        artifacts: dict[str, bytes] | None = None,
+        attempt: str = ATTEMPT,
+    ) -> None:
+        store = _store(spec)
+        fence.accept(store, spec.campaign_id, spec.run_id, attempt)
+        if envelope is None:
+            envelope = seal(spec, "run", attempt, json.dumps(record or _record()))
+        store.put(result_key(spec, attempt), envelope)
+        outputs = f"{attempt_prefix(spec, attempt)}/outputs"
+        for relative, data in (
+            artifacts or {artifact_names(RUN_ID)["steps"]: b"step,loss\n"}
+        ).items():
+            store.put(f"{outputs}/{relative}", data)
+
+    return write
+
+
+def _run(spec: RunSpec) -> Any:
+    return PoolExecutor(PoolSettings("gpus", attempts=0), []).run(spec)
+
+
+def test_a_result_that_answers_its_spec_is_taken_with_its_artifacts(
+    spec: RunSpec, plant: Plant
+) -> None:
+    plant()
+    record = _run(spec)
+    assert record.status == "accepted" and record.metrics == {"accuracy": 1.0}
+    copied = Path(str(spec.out_dir)) / artifact_names(RUN_ID)["steps"]
+    assert copied.read_bytes() == b"step,loss\n"
+
+
+@pytest.mark.parametrize(
+    ("forged", "named"),
+    [
+        ({"run_id": "another-run"}, "run_id 'another-run'"),
+        ({"run_id": "../../x"}, "run_id '../../x'"),
+        ({"variant": "width=64"}, "variant 'width=64'"),
+        ({"seed": 7}, "seed 7"),
+        ({"phase": "pilot"}, "phase 'pilot'"),
+    ],
+)
+def test_a_record_of_another_run_is_a_failure_that_says_so(
+    spec: RunSpec, plant: Plant, forged: dict[str, Any], named: str
+) -> None:
+    plant(_record(**forged))
+    record = _run(spec)
+    assert record.status == "failed" and record.error is not None
+    assert record.error.type == "UntrustedResult" and named in record.error.message
+    assert record.metrics == {} and not list(Path(str(spec.out_dir)).rglob("*.csv"))
+
+
+@pytest.mark.parametrize("field", ["campaign_id", "plan_hash", "run_id", "attempt", "kind"])
+def test_an_envelope_for_another_campaign_plan_or_attempt_is_refused(
+    spec: RunSpec, plant: Plant, field: str
+) -> None:
+    envelope = json.loads(seal(spec, "run", ATTEMPT, json.dumps(_record())))
+    envelope[field] = "other"
+    plant(envelope=json.dumps(envelope).encode())
+    record = _run(spec)
+    assert record.status == "failed" and record.error is not None
+    assert f"{field} 'other'" in record.error.message and "result.json" in record.error.message
+
+
+def test_artifacts_with_absolute_or_escaping_paths_are_never_written(
+    spec: RunSpec, plant: Plant, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim.txt"
+    escaping = {"steps": str(victim), "model": "../../victim2.txt"}
+    plant(_record(artifacts=escaping), artifacts={str(victim): b"pwned", "../../v2": b"x"})
+    record = _run(spec)
+    assert record.status == "failed" and record.error is not None
+    assert "artifact 'steps' at '/tmp" in record.error.message
+    assert "expected 'metrics/" in record.error.message
+    assert not victim.exists() and not (tmp_path / "victim2.txt").exists()
+
+
+def test_an_accepted_pointer_naming_an_escaping_attempt_is_not_followed(
+    spec: RunSpec, plant: Plant
+) -> None:
+    plant(attempt="../../elsewhere")
+    assert fence.accepted(_store(spec), spec.campaign_id, spec.run_id) is None
+    record = _run(spec)  # nothing accepted: an attempt would be submitted (none here)
+    assert record.status == "failed" and record.error is not None
+    assert record.error.type == "WorkerLost" and record.metrics == {}
+
+
+def test_an_oversized_result_is_never_read_whole(spec: RunSpec, plant: Plant) -> None:
+    plant(envelope=b" " * (16 << 20) + b"{}")
+    record = _run(spec)
+    assert record.status == "failed" and record.metrics == {}
+
+
+def test_with_a_signing_key_unsigned_and_wrongly_signed_results_are_refused(
+    spec: RunSpec, plant: Plant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plant()  # written without a key: unsigned
+    monkeypatch.setenv(SIGNING_KEY_ENV, "campaign-secret")
+    record = _run(spec)
+    assert record.status == "failed" and record.error is not None
+    assert "not signed" in record.error.message and "result.json" in record.error.message
+
+    monkeypatch.setenv(SIGNING_KEY_ENV, "a-forgers-guess")
+    plant()  # signed, with the wrong key
+    monkeypatch.setenv(SIGNING_KEY_ENV, "campaign-secret")
+    record = _run(spec)
+    assert record.error is not None and "signature does not match" in record.error.message
+
+    plant()  # signed with the campaign's key: taken
+    assert _run(spec).status == "accepted"
+
+
+def test_with_a_signing_key_an_unsigned_commit_record_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(CheckpointSection(store=f"file://{tmp_path}"), check=False)
+    identity = Identity("trust", RUN_ID, "h" * 64)
+    commit.write(store, identity, 5, {"model.pt": b"weights"})  # no key: unsigned
+    monkeypatch.setenv(SIGNING_KEY_ENV, "campaign-secret")
+    with pytest.raises(RefusedCheckpoint, match=r"step-00000005/COMMIT.json: not signed"):
+        commit.read(store, identity, 5)
+    commit.write(store, identity, 6, {"model.pt": b"weights"})  # signed now
+    assert commit.read(store, identity, 6) == {"model.pt": b"weights"}
+    record = json.loads(store.get(f"{commit.step_key(identity, 6)}/COMMIT.json"))
+    record["step"] = 6
+    record["objects"]["model.pt"]["size"] = 7  # any edit breaks the signature
+    record["run_id"] = "other"
+    store.put(f"{commit.step_key(identity, 6)}/COMMIT.json", json.dumps(record).encode())
+    with pytest.raises(RefusedCheckpoint, match="signature does not match"):
+        commit.read(store, identity, 6)
+
+
+def test_a_heartbeat_without_progress_does_not_keep_an_attempt_alive() -> None:
+    liveness = Liveness(heartbeat_timeout_s=60, progress_timeout_s=600)
+    assert liveness.observe(0, running=False, beat=None, progress=None) == ""  # queued
+    lost = ""
+    for second in range(0, 1200, 5):  # a beat that changes every time, a step that never does
+        lost = liveness.observe(second, running=True, beat=f"beat {second}", progress=40)
+        if lost:
+            break
+    assert second == 605 and "no progress for 600 s (still at step 40" in lost
+
+    liveness = Liveness(heartbeat_timeout_s=60, progress_timeout_s=600)
+    for second in range(0, 3000, 5):  # real progress: alive however long it runs
+        assert liveness.observe(second, True, f"beat {second}", second // 300) == ""
+    assert "no heartbeat for 60 s" in liveness.observe(3100, True, "beat 2995", 9)
+
+
+def test_every_write_of_the_folder_refuses_a_path_that_leads_out(tmp_path: Path) -> None:
+    folder = CampaignFolder(tmp_path / "out")
+    (tmp_path / "out").mkdir()
+    for name in ("../x.json", "/tmp/x.json", "records/../../x.json"):
+        with pytest.raises(OutsideFolder, match="outside the campaign folder"):
+            folder.write_bytes(name, b"x")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "out" / "records").symlink_to(tmp_path / "elsewhere")  # a planted link
+    with pytest.raises(OutsideFolder):
+        folder.record_path("control-s0-1")
+    assert not list((tmp_path / "elsewhere").iterdir())
+
+
+def test_a_pool_host_with_an_allow_list_refuses_other_workloads_before_import(
+    spec: RunSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ablations.errors import WorkloadError
+    from ablations.slots.attempts import run_on_host
+
+    monkeypatch.setenv("ABLATE_ALLOW_ENTRY", "mypkg")
+    monkeypatch.setenv("ABLATE_SLOT_DIR", str(tmp_path / "slots"))
+    foreign = spec.model_copy(update={"workload": "os:system"})
+    with pytest.raises(WorkloadError, match="'os:system' is not on this server's allow-list"):
+        run_on_host(foreign, "run", None, attempt=ATTEMPT)
+    assert not (tmp_path / "slots").exists()  # refused before a slot was leased

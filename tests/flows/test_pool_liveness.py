@@ -1,0 +1,81 @@
+"""A heartbeat kept going without progress does not keep a pool attempt alive (issue 24): the
+campaign's wait on a real Prefect flow run declares it lost once no checkpoint is committed."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from prefect import flow
+from prefect.client.orchestration import get_client
+from prefect.states import Running
+
+from ablations.checkpoint import commit
+from ablations.checkpoint.commit import Identity
+from ablations.checkpoint.store import open_store
+from ablations.plan.sections import CheckpointSection
+from ablations.slots.attempts import HEARTBEAT, attempt_prefix
+from flows.pool import PoolExecutor, PoolSettings
+from tests.faults.test_untrusted_store import ATTEMPT, _spec
+
+
+@flow(name="liveness-probe")
+def _placeholder() -> None:
+    """Only its flow runs are used: created and set Running by hand, like a lost host's."""
+
+
+def _wait_with_beats(tmp_path: Path, commit_steps: bool) -> tuple[str, str]:
+    spec = _spec(CheckpointSection(store=f"file://{tmp_path / 'store'}"), tmp_path / "out")
+    assert spec.checkpoint is not None
+    store = open_store(spec.checkpoint, check=False)
+    identity = Identity(spec.campaign_id, spec.run_id, spec.plan_hash, ATTEMPT)
+    stop = threading.Event()
+
+    def forge() -> None:  # a beat every 0.1 s, as a hung run's thread (or a forger) writes it
+        beat = 0
+        while not stop.wait(0.1):
+            beat += 1
+            body = {"attempt": ATTEMPT, "host": "gpu-1", "beat": beat}
+            store.put(f"{attempt_prefix(spec, ATTEMPT)}/{HEARTBEAT}", json.dumps(body).encode())
+            if commit_steps and beat % 5 == 0:
+                commit.write(store, identity, beat, {"model.pt": b"w"})
+
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run(_placeholder)
+        client.set_flow_run_state(run.id, Running(), force=True)
+        settings = PoolSettings("gpus", heartbeat_timeout_s=30, progress_timeout_s=1.5, poll_s=0.2)
+        thread = threading.Thread(target=forge, daemon=True)
+        thread.start()
+        try:
+            if commit_steps:  # progress: alive until the flow run ends by itself
+                threading.Timer(4.0, lambda: _complete(run.id)).start()
+            problem = PoolExecutor(settings, [])._wait(run.id, store, spec, ATTEMPT, "run")
+        finally:
+            stop.set()
+            thread.join()
+        state = client.read_flow_run(run.id).state
+    assert state is not None
+    return problem, state.type.value
+
+
+def _complete(flow_run_id: object) -> None:
+    from prefect.states import Completed
+
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(flow_run_id, Completed(), force=True)  # type: ignore[arg-type]
+
+
+def test_beats_without_committed_steps_are_a_lost_attempt(
+    prefect_server: None, tmp_path: Path
+) -> None:
+    problem, state = _wait_with_beats(tmp_path, commit_steps=False)
+    assert "no progress for 2 s (still at no checkpoint" in problem and "gpu-1" in problem
+    assert state == "CRASHED"
+
+
+def test_beats_with_committed_steps_keep_the_attempt_alive(
+    prefect_server: None, tmp_path: Path
+) -> None:
+    problem, state = _wait_with_beats(tmp_path, commit_steps=True)
+    assert "ended COMPLETED" in problem and state == "COMPLETED"
