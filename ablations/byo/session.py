@@ -37,6 +37,21 @@ FOLDER, HISTORY = "folder.tar", "run.json"
 """The payload objects of a folder checkpoint: the framework's files, and our history."""
 
 
+def check_folder(payload: dict[str, bytes]) -> None:
+    """Whether a committed folder checkpoint reads back: its history and every member
+    (`StoreError` otherwise); used by `ablate verify`."""
+    try:
+        json.loads(payload[HISTORY])["step"]
+        with tarfile.open(fileobj=io.BytesIO(payload[FOLDER])) as tar:
+            for member in tar.getmembers():
+                if member.isfile():
+                    handle = tar.extractfile(member)
+                    assert handle is not None
+                    handle.read()
+    except (tarfile.TarError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise StoreError(f"checkpoint folder does not read back: {exc}") from exc
+
+
 class Reply(NamedTuple):
     """The session's answer to one report."""
 

@@ -85,8 +85,9 @@ class CheckpointManager:
         if step < self.expected_step:
             # e.g. a memory:// store lives in one worker process: the pilot's ran elsewhere
             self.summary.note = (
+                # No store URL here: a file:// one is absolute, and the record is relative.
                 f"the pilot's checkpoint at step {self.expected_step} was not found in "
-                f"{self.section.store}: trained from step {step}"
+                f"the store: trained from step {step}"
             )
             log.warning("run %s: %s", self.identity.run_id, self.summary.note)
         self.policy.start(step, 0.0)
