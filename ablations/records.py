@@ -171,6 +171,8 @@ class RunSpec(Record):
     eval_every: int
     workload: str
     """Import path `module:attr` of the workload."""
+    command: list[str] | None = None
+    """The plan's `workload.command`, placeholders not yet replaced (None: not a command)."""
     metric: str
     direction: Literal["maximize", "minimize"] = "maximize"
     threshold: float

@@ -144,6 +144,9 @@ def load_workload(entry: str) -> WorkloadFactory:
         factory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise WorkloadError(f"cannot import workload {entry!r}: {exc}") from exc
-    if not callable(getattr(factory, "build", None)):
+    # `run_external`: code whose framework owns the loop (ablations.byo).
+    if not callable(getattr(factory, "build", None)) and not callable(
+        getattr(factory, "run_external", None)
+    ):
         raise WorkloadError(f"workload {entry!r} has no callable `build(params, seed=, device=)`")
     return factory

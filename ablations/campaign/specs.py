@@ -22,6 +22,7 @@ def spec_for(plan: Plan, registration: Registration, run: PlannedRun) -> RunSpec
         steps=run.length or run.steps,
         eval_every=plan.workload.eval_every,
         workload=plan.workload.entry,
+        command=plan.workload.command,
         metric=plan.metric.name,
         direction=plan.metric.direction,
         threshold=plan.metric.threshold,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ablations.checkpoint import commit, fence, state
@@ -58,6 +59,11 @@ class CheckpointManager:
 
         A corrupt or truncated one is refused (logged, noted in `last_error`) and the
         previous one is used; a foreign one (other plan hash or run id) raises."""
+        return self.resume_with(lambda payload: state.restore(payload, workload, history))
+
+    def resume_with(self, restore: Callable[[dict[str, bytes]], int]) -> int:
+        """`resume`, with `restore(verified payload) -> step` putting the state in place (a
+        workload's tensors here, a training program's folder in `ablations.byo`)."""
         _, partial = commit.scan(self.store, self.identity)
         commit.remove(self.store, self.identity, partial)  # saves that died before commit
         step, refused, source = 0, [], self.identity
@@ -65,7 +71,7 @@ class CheckpointManager:
         for candidate, writer in reversed(commit.committed_by_any(self.store, self.identity)):
             try:
                 payload = commit.read(self.store, writer, candidate)
-                step, source = state.restore(payload, workload, history), writer
+                step, source = restore(payload), writer
                 break
             except ForeignCheckpoint:
                 raise
@@ -84,6 +90,7 @@ class CheckpointManager:
         if step < self.expected_step:
             # e.g. a memory:// store lives in one worker process: the pilot's ran elsewhere
             self.summary.note = (
+                # The store as the folder names it: a file:// one inside it is relative.
                 f"the pilot's checkpoint at step {self.expected_step} was not found in "
                 f"{self.store_name}: trained from step {step}"
             )
@@ -106,6 +113,14 @@ class CheckpointManager:
         started = time.perf_counter()
         self._collect(self.saver.wait())
         snapshot = state.capture(step, workload, history)
+        self.save_payload(step, snapshot.serialize, started)
+
+    def save_payload(
+        self, step: int, serialize: Callable[[], dict[str, bytes]], started: float
+    ) -> None:
+        """Commit `serialize()` (called off the loop) as step `step`, behind the loop; the
+        loop stalled since `started` (`time.perf_counter()`) to capture it."""
+        self._collect(self.saver.wait())
         stall = time.perf_counter() - started
         self._stalls[step] = stall
         self.policy.saved(step, self._elapsed)
@@ -118,7 +133,7 @@ class CheckpointManager:
                 except fence.SupersededAttempt as exc:
                     self.superseded = str(exc)
                     raise
-            uri = commit.write(store, identity, step, snapshot.serialize())
+            uri = commit.write(store, identity, step, serialize())
             commit.prune(store, identity, keep, step)
             return uri
 

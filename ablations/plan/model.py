@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from ablations.errors import PlanError, Problem
 from ablations.plan.design import SeedsField, SequentialSeeds, look_sizes, seed_list
 from ablations.plan.sections import (
+    PLACEHOLDER,
     BudgetSection,
     CampaignSection,
     CheckpointSection,
@@ -198,6 +199,17 @@ def _cross_field_problems(plan: Plan) -> list[Problem]:
             elif not any(same_value(level.value, value) for level in target.levels):
                 levels = [level.value for level in target.levels]
                 problems.append(Problem(path, f"not a level of this factor {levels}", value))
+    parameters = {*plan.workload.params, *plan.control.params, *plan.factors}
+    for i, argument in enumerate(plan.workload.command or []):
+        for name in PLACEHOLDER.findall(argument):
+            if name not in parameters:
+                problems.append(
+                    Problem(
+                        f"workload.command[{i}]",
+                        f"{{{name}}} is no parameter; parameters are {sorted(parameters)}",
+                        argument,
+                    )
+                )
     pilot_steps = plan.pilot.steps
     if pilot_steps is not None and pilot_steps > plan.workload.steps:
         problems.append(

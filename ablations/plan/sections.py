@@ -42,6 +42,10 @@ PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 _CAMPAIGN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _ENTRY_POINT = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", re.ASCII)
+COMMAND_ENTRY = "ablations.byo.command:CommandWorkload"
+"""The workload entry a plan's `workload.command` stands for (any program, see ablations.byo)."""
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""`{name}` in a command argument: replaced by the run's parameter `name`."""
 _DEVICE = re.compile(r"cpu(:[0-9]+)?|cuda:[0-9]+")
 """Patterns are matched with `fullmatch`: `$` would accept a trailing newline."""
 STORE_SCHEMES = ("file", "memory", "s3")
@@ -107,7 +111,13 @@ class WorkloadSection(Section):
     """The training code and the parameters every run shares."""
 
     entry: str = "ablations.workloads.digits:DigitsWorkload"
-    """Import path `module:attribute` of the workload class (see `ablations.workload`)."""
+    """Import path `module:attribute` of the workload class (see `ablations.workload`), or
+    of an adapter entry for a framework's own loop (`ablations.byo`: Lightning, Trainer)."""
+    command: list[str] | None = None
+    """Any program instead of an entry, e.g. `[python, train.py, --lr, "{lr}"]`: `{name}`
+    is replaced by the run's parameter `name`; seed, steps, device and checkpoint folder come
+    in `ABLATE_*` environment variables and the program reports JSON lines on stdout (see the
+    README, "Any command"). A leading `python` is the interpreter running ablate."""
     params: dict[str, ParamValue] = {}
     """Base parameters passed to every run; `control` and factor levels override them."""
     steps: PositiveInt = 300
@@ -120,11 +130,30 @@ class WorkloadSection(Section):
 
     _finite = field_validator("params")(_finite_params)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _command_entry(cls, data: Any) -> Any:
+        """A command stands for the command adapter's entry; naming another one too is a
+        contradiction, refused rather than one silently winning."""
+        if isinstance(data, dict) and data.get("command") is not None:
+            entry = data.get("entry", COMMAND_ENTRY)
+            if entry != COMMAND_ENTRY:
+                raise ValueError(f"give `entry` or `command`, not both (entry {entry!r})")
+            data = {**data, "entry": COMMAND_ENTRY}
+        return data
+
     @field_validator("entry")
     @classmethod
     def _entry_shape(cls, value: str) -> str:
         if not _ENTRY_POINT.fullmatch(value):
             raise ValueError("must look like 'package.module:ClassName'")
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _command_shape(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or not value[0].strip()):
+            raise ValueError("must start with the program to run, e.g. [python, train.py]")
         return value
 
 

@@ -7,6 +7,7 @@ import time
 
 import torch
 
+from ablations.errors import WorkloadError
 from ablations.preflight.across import PreflightStart
 from ablations.preflight.verdict import Continuation
 from ablations.records import PreflightReport, RunError, RunRecord, RunSpec, Stop
@@ -14,13 +15,23 @@ from ablations.records import PreflightReport, RunError, RunRecord, RunSpec, Sto
 
 def run_spec(spec: RunSpec) -> RunRecord:
     """Execute one run with its checkpoint hook (when the plan checkpoints)."""
+    from ablations.byo import is_external
     from ablations.training.driver import execute
+    from ablations.workload import load_workload
 
     hook = None
     if spec.checkpoint is not None:
         from ablations.checkpoint import hook_for
 
         hook = hook_for(spec)
+    try:
+        factory = load_workload(spec.workload)
+    except WorkloadError:
+        factory = None  # `execute` records the same failure as the run's
+    if is_external(factory):  # its framework owns the loop: ablations.byo
+        from ablations.byo.run import execute as execute_external
+
+        return execute_external(spec, factory, hook)  # type: ignore[arg-type]
     return execute(spec, hook)
 
 
@@ -35,18 +46,21 @@ def preflight_start(
 ) -> PreflightStart:
     """The data check, then the restart check: whole, or (`continue_elsewhere`, and a store
     other processes can see) up to the reference, its continuation left to another process."""
+    from ablations.byo import is_external
     from ablations.preflight.data_check import check_data
     from ablations.workload import load_workload
 
     started = time.perf_counter()
     try:
         factory = load_workload(spec.workload)
+        restart, reference = None, None
+        if is_external(factory):  # its data is its own: nothing to inspect; see ablations.byo
+            return PreflightStart(seconds=time.perf_counter() - started)
         workload = factory.build(
             spec.params, seed=spec.seed, device=torch.device(spec.device), steps=spec.steps
         )
         problems = [str(p) for p in check_data(workload, expected_inputs)]
         del workload
-        restart, reference = None, None
         if spec.stop_rules.restart.enabled and spec.checkpoint is not None:
             from ablations.preflight.restart_check import reference_half, restart_check
             from ablations.preflight.verdict import check_spec

@@ -104,7 +104,11 @@ def verify_folder(
     if plan is not None:
         _check_registered(plan, plan_hash, manifest, rows, found)
     _check_records(out_dir, rows, found)
-    models = _check_artifacts(out_dir, manifest, rows, found)
+    from ablations.byo import external_entry
+
+    # Code that runs its own loop keeps its model to itself: no final weights to re-evaluate.
+    weights = plan is None or not external_entry(plan.workload.entry)
+    models = _check_artifacts(out_dir, manifest, rows, found, weights=weights)
     _check_runs_csv(out_dir, rows, found)
     from ablations.verify.reload import check_checkpoint, check_ledger, reevaluate
 
@@ -296,7 +300,12 @@ def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verificat
 
 
 def _check_artifacts(
-    out_dir: Path, manifest: Manifest, rows: dict[str, ManifestRun], found: Verification
+    out_dir: Path,
+    manifest: Manifest,
+    rows: dict[str, ManifestRun],
+    found: Verification,
+    *,
+    weights: bool = True,
 ) -> list[tuple[ManifestRun, str]]:
     """Every listed file checked; returns the accepted runs' intact models to re-evaluate."""
     problems, models = found.problems, []
@@ -317,7 +326,7 @@ def _check_artifacts(
                 model = entry.path
         has_model = any(e.kind == "model" for e in row.artifact_entries)
         if row.status == "accepted":
-            if not has_model:
+            if not has_model and weights:
                 problems.append(Problem(MANIFEST, f"accepted run {run_id} has no final model"))
             elif model is not None:
                 models.append((row, model))

@@ -131,6 +131,7 @@ def check_checkpoint(
         return [], None
     if owner != run_id:  # the main run resumed from it and may have pruned it since (keep_last)
         return [], None
+    from ablations.byo.session import FOLDER, check_folder
     from ablations.checkpoint import commit
     from ablations.checkpoint.state import MODEL, STATE, loads
     from ablations.errors import StoreError
@@ -146,8 +147,11 @@ def check_checkpoint(
     identity = commit.Identity(campaign_id, run_id, plan_hash, match["attempt"])
     try:
         payload = commit.read(store, identity, int(match["step"]))
-        loads(payload[MODEL], MODEL)
-        loads(payload[STATE], STATE)
+        if FOLDER in payload:  # a framework's own folder (ablations.byo): it must unpack
+            check_folder(payload)
+        else:
+            loads(payload[MODEL], MODEL)
+            loads(payload[STATE], STATE)
     except (StoreError, KeyError) as exc:
         return [Problem(uri, f"{type(exc).__name__}: {exc}")], None
     return [], None

@@ -1,0 +1,42 @@
+"""Bring your own training code: the framework owns the loop, the campaign its rules.
+
+session.py        `Session`: reports in; "checkpoint now?" / "stop?" out; folder commits
+run.py            `execute`: one run of an external workload to its `RunRecord`
+command.py        any program (`workload.command`): env vars in, JSON lines out
+helper/          `ablate_report.py`, the stdlib-only helper a Python script imports
+
+An external workload is the object a plan's `workload.entry` names when it has
+`run_external(spec, session)` instead of `build`: it runs the framework's loop, reporting
+to `session` and obeying its replies (see `ExternalWorkload`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ablations.byo.session import Session
+    from ablations.records import RunSpec
+
+
+class ExternalWorkload(Protocol):
+    """Training code whose loop is its own framework's."""
+
+    def run_external(self, spec: RunSpec, session: Session) -> None:
+        """Train `spec` to its end or until a reply says stop; raise when training fails."""
+        ...
+
+
+def is_external(factory: Any) -> bool:
+    """Whether a loaded workload entry runs its own loop (`run_external`)."""
+    return callable(getattr(factory, "run_external", None))
+
+
+def external_entry(entry: str) -> bool:
+    """Whether the workload entry `module:attr` imports and runs its own loop."""
+    from ablations.workload import load_workload
+
+    try:
+        return is_external(load_workload(entry))
+    except Exception:  # an entry that does not import is reported where it is used
+        return False

@@ -1,0 +1,223 @@
+"""Any program as a workload: the plan's `workload.command`, one process per run.
+
+The run's parameters replace `{name}` in the arguments; the rest arrives in the environment:
+
+    ABLATE_RUN_ID          the run's id (its presence tells the helper it is under ablate)
+    ABLATE_SEED            the run's seed
+    ABLATE_STEPS           the run's length in steps (a pilot is told to stop earlier)
+    ABLATE_EVAL_EVERY      evaluate every this many steps, and at the last one
+    ABLATE_DEVICE          `cuda` or `cpu`; CUDA_VISIBLE_DEVICES shows only the slot's card
+    ABLATE_CHECKPOINT_DIR  an empty folder: save the training state there when asked
+    ABLATE_RESUME_DIR      on a resume only: the folder saved at ABLATE_RESUME_STEP, restored
+    ABLATE_RESUME_STEP     the step to continue after (0: a fresh start)
+    ABLATE_PREDICTIONS     where to write held-out predictions, optionally (CSV, see run.py)
+
+The program prints one JSON object per line on stdout: `{"step": N, "loss": x, "metrics":
+{...}}` reports a step; `{"saved": N}` says the checkpoint folder holds step N complete. A
+message with `"reply": true` gets one JSON line back on stdin, `{"checkpoint": bool, "stop":
+bool}` (after `saved`: `{"ok": true}`, once the folder is copied). Any other line is the
+program's own output, passed through. A program that never asks for replies is stopped by
+SIGTERM, and cannot be asked for checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import torch
+
+from ablations.byo.session import Session
+from ablations.errors import WorkloadError
+from ablations.plan.sections import PLACEHOLDER, ParamValue, shown
+from ablations.records import RunSpec
+
+log = logging.getLogger(__name__)
+
+HELPER_DIR = Path(__file__).parent / "helper"
+"""On the program's PYTHONPATH, so `import ablate_report` works (the helper's own folder,
+holding nothing else)."""
+STOP_GRACE_SECONDS = 30.0
+"""After SIGTERM, how long a program may take to save and exit before it is killed."""
+STDERR_TAIL = 20
+"""Lines of the program's stderr kept for the error of a run whose program failed."""
+
+
+def command_line(command: list[str], params: Mapping[str, ParamValue]) -> list[str]:
+    """The arguments with `{name}` replaced; a leading `python` is this interpreter (the
+    worker's environment, where the plan's packages are installed)."""
+
+    def value(match: Any) -> str:
+        name = match.group(1)
+        if name not in params:
+            raise WorkloadError(f"command argument names {{{name}}}, no parameter of the run")
+        return shown(params[name])
+
+    argv = [PLACEHOLDER.sub(value, argument) for argument in command]
+    if argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    return argv
+
+
+def environment(spec: RunSpec, checkpoint: Path, resume: Path | None, step: int) -> dict[str, str]:
+    """The program's environment: this process's, plus the run's `ABLATE_*` variables."""
+    env = dict(os.environ)
+    device = torch.device(spec.device)
+    if device.type == "cuda":
+        # The worker may already see only its card: index into what it sees.
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        cards = visible.split(",") if visible else [str(i) for i in range(64)]
+        env["CUDA_VISIBLE_DEVICES"] = cards[device.index or 0]
+    else:
+        env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU slot: never take a card from another slot
+    env.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))  # the slot's share
+    env["PYTHONUNBUFFERED"] = "1"  # a report printed is a report read, not one in a buffer
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = f"{HELPER_DIR}{os.pathsep}{path}" if path else str(HELPER_DIR)
+    env.update(
+        ABLATE_RUN_ID=spec.run_id,
+        ABLATE_SEED=str(spec.seed),
+        ABLATE_STEPS=str(spec.steps),
+        ABLATE_EVAL_EVERY=str(spec.eval_every),
+        ABLATE_DEVICE=device.type,
+        ABLATE_CHECKPOINT_DIR=str(checkpoint),
+        ABLATE_RESUME_STEP=str(step),
+        ABLATE_PREDICTIONS=str(checkpoint.parent / "predictions.csv"),
+    )
+    env.pop("ABLATE_RESUME_DIR", None)
+    if resume is not None:
+        env["ABLATE_RESUME_DIR"] = str(resume)
+    return env
+
+
+class CommandWorkload:
+    """The entry a plan's `workload.command` stands for (`COMMAND_ENTRY`)."""
+
+    @classmethod
+    def run_external(cls, spec: RunSpec, session: Session) -> None:
+        if not spec.command:
+            raise WorkloadError(f"run {spec.run_id} has no command")
+        argv = command_line(spec.command, spec.params)
+        with tempfile.TemporaryDirectory(prefix=f"ablate-{spec.run_id[:40]}-") as scratch:
+            checkpoint, resume = Path(scratch, "checkpoint"), Path(scratch, "resume")
+            checkpoint.mkdir()
+            step = session.restore(resume)
+            session.predictions = Path(scratch, "predictions.csv")
+            env = environment(spec, checkpoint, resume if step else None, step)
+            _Conversation(argv, env, session, checkpoint).run()
+
+
+class _Conversation:
+    """One program's process: its reports read, the session's answers written back."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], session: Session, folder: Path):
+        self.session, self.folder = session, folder
+        self.stderr: deque[str] = deque(maxlen=STDERR_TAIL)
+        self.terminated = False
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+            )
+        except OSError as exc:
+            raise WorkloadError(f"cannot start {argv[0]!r}: {exc}") from exc
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_reader.start()
+
+    def run(self) -> None:
+        process = self.process
+        assert process.stdout is not None
+        stopping = False
+        try:
+            for line in process.stdout:
+                message = _message(line)
+                if message is None:
+                    sys.stdout.write(line)  # the program's own output
+                    continue
+                if "saved" in message:
+                    self.session.commit(int(message["saved"]), self.folder)
+                    self._answer(message, {"ok": True})
+                    continue
+                if stopping:  # it trains on after being told to stop: end it
+                    self._terminate()
+                    break
+                reply = self.session.report(
+                    int(message["step"]), message.get("loss"), message.get("metrics")
+                )
+                self._answer(message, {"checkpoint": reply.checkpoint, "stop": reply.stop})
+                stopping = reply.stop
+                if stopping and not message.get("reply"):
+                    self._terminate()  # it cannot hear the answer
+                    break
+            code = process.wait(timeout=STOP_GRACE_SECONDS if stopping else None)
+        except BaseException:
+            self._kill()
+            raise
+        finally:
+            self._stderr_reader.join(timeout=5)
+        if code != 0 and not self.terminated:
+            tail = "".join(self.stderr).strip()
+            raise WorkloadError(f"the command exited with {code}: {tail[-2000:]}")
+
+    def _answer(self, message: dict[str, Any], answer: dict[str, bool]) -> None:
+        if not message.get("reply"):
+            return
+        stdin = self.process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(json.dumps(answer) + "\n")
+            stdin.flush()
+        except BrokenPipeError:
+            pass  # it exited after asking; its exit code says how
+
+    def _terminate(self) -> None:
+        self.terminated = True
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                self._kill()
+
+    def _kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def _read_stderr(self) -> None:
+        stream: IO[str] | None = self.process.stderr
+        assert stream is not None
+        for line in stream:
+            self.stderr.append(line)
+            sys.stderr.write(line)
+
+
+def _message(line: str) -> dict[str, Any] | None:
+    """A protocol message, or None for the program's own output."""
+    text = line.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(message, dict):
+        return None
+    if isinstance(message.get("step"), int) or isinstance(message.get("saved"), int):
+        return message
+    return None

@@ -1,0 +1,133 @@
+"""Report to an ablate campaign from any Python training script: standard library only.
+
+    import ablate_report as ablate                      # on PYTHONPATH when ablate runs you
+
+    for step in range(ablate.resumed_step() + 1, ablate.steps() + 1):
+        loss = train_one_step()
+        reply = ablate.report(step, loss, **({"accuracy": acc} if evaluated else {}))
+        if reply.checkpoint:                            # save into ablate.checkpoint_dir()
+            save_state(ablate.checkpoint_dir())
+            ablate.saved(step)
+        if reply.stop:
+            break
+
+Each call prints one JSON line on stdout and, for `report`, reads the campaign's one-line
+answer from stdin. Run without ablate (no `ABLATE_RUN_ID`), every call is a no-op that asks
+for nothing, so the same script runs bare. The protocol, for other languages: the README's
+"Any command" section.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+_terminating = False
+
+
+class Reply(NamedTuple):
+    """What the campaign asks after a report."""
+
+    checkpoint: bool
+    """Save your state into `checkpoint_dir()` now, then call `saved(step)`."""
+    stop: bool
+    """Stop training: a stop rule fired, the step budget is reached, or the run is ending."""
+
+
+def active() -> bool:
+    """Whether an ablate campaign runs this process."""
+    return "ABLATE_RUN_ID" in os.environ
+
+
+def _int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def seed(default: int = 0) -> int:
+    """The run's seed (seed your RNGs with it); `default` when run bare."""
+    return _int("ABLATE_SEED", default)
+
+
+def steps(default: int = 0) -> int:
+    """The run's length in steps (for LR schedules; a pilot is told to stop earlier);
+    `default` when run bare."""
+    return _int("ABLATE_STEPS", default)
+
+
+def eval_every(default: int = 0) -> int:
+    """Evaluate every this many steps, and at the last step; `default` when run bare."""
+    return _int("ABLATE_EVAL_EVERY", default)
+
+
+def checkpoint_dir() -> Path:
+    """The empty folder to save your state into when asked."""
+    return Path(os.environ.get("ABLATE_CHECKPOINT_DIR", "checkpoint"))
+
+
+def resume_dir() -> Path | None:
+    """The folder you saved at `resumed_step()`, restored; None on a fresh start."""
+    folder = os.environ.get("ABLATE_RESUME_DIR")
+    return Path(folder) if folder else None
+
+
+def resumed_step() -> int:
+    """The step the restored folder was saved at (0: start from scratch)."""
+    return _int("ABLATE_RESUME_STEP", 0)
+
+
+def predictions_file() -> Path | None:
+    """Where to write held-out predictions (CSV `input_id,label,predicted`), optional."""
+    path = os.environ.get("ABLATE_PREDICTIONS")
+    return Path(path) if path else None
+
+
+def _send(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def _answer() -> dict[str, Any]:
+    line = sys.stdin.readline()
+    if not line:  # the campaign is gone: nothing to report to, nothing worth training for
+        raise SystemExit("ablate_report: the campaign closed the connection")
+    answer: dict[str, Any] = json.loads(line)
+    return answer
+
+
+def report(step: int, loss: float | None = None, **metrics: float) -> Reply:
+    """Report step `step` (its training loss, and held-out metrics when it evaluated)."""
+    if not active():
+        return Reply(checkpoint=False, stop=False)
+    message: dict[str, Any] = {"step": int(step), "reply": True}
+    if loss is not None:
+        message["loss"] = float(loss)
+    if metrics:
+        message["metrics"] = {name: float(value) for name, value in metrics.items()}
+    _send(message)
+    answer = _answer()
+    # SIGTERM (the slot is being taken away): save once more and stop.
+    return Reply(
+        checkpoint=bool(answer.get("checkpoint")) or _terminating,
+        stop=bool(answer.get("stop")) or _terminating,
+    )
+
+
+def saved(step: int) -> None:
+    """Your state for `step` is complete in `checkpoint_dir()`: the campaign commits it (and
+    returns once it has copied the folder, so you may write into it again)."""
+    if active():
+        _send({"saved": int(step), "reply": True})
+        _answer()
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    global _terminating
+    _terminating = True
+
+
+if active() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+    signal.signal(signal.SIGTERM, _on_sigterm)

@@ -1,0 +1,167 @@
+"""One run of an external workload, from its spec to its `RunRecord`.
+
+    record = execute(spec, factory, checkpoints)
+
+The same record a built-in workload's run gets (`ablations.training.driver.execute`): status,
+stop (rule, reason, step), metrics, evaluations, timings, checkpoint summary, and the exported
+step losses, evaluations and (when the code wrote them) predictions. There are no final
+weights: the model is the framework's, so `ablate verify` re-hashes the run's files but does
+not re-evaluate it.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import statistics
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+
+from ablations.byo import ExternalWorkload
+from ablations.byo.session import Session
+from ablations.campaign.folder import METRICS, PREDICTIONS
+from ablations.checkpoint.manager import CheckpointManager
+from ablations.errors import WorkloadError
+from ablations.plan.sections import meets_threshold
+from ablations.records import (
+    CheckpointSummary,
+    RunEnvironment,
+    RunError,
+    RunRecord,
+    RunSpec,
+    RunStatus,
+    Stop,
+    rejection_of,
+)
+from ablations.training.stop_rules import NoUsableRestart
+
+PREDICTION_COLUMNS = ["input_id", "label", "predicted"]
+"""The optional predictions file: one row per held-out input, integer ids and classes."""
+
+
+def execute(
+    spec: RunSpec, factory: ExternalWorkload, checkpoints: CheckpointManager | None = None
+) -> RunRecord:
+    """Run `spec` through `factory`'s own loop; never raises for the run."""
+    started_at = time.time()
+    session = Session(spec, checkpoints)
+    stop: Stop | None = None
+    error: RunError | None = None
+    try:
+        factory.run_external(spec, session)
+        stop = session.stop
+        if stop is None and session.step < session.end:
+            raise WorkloadError(
+                f"the training code ended at step {session.step} of {session.end} without "
+                "being asked to stop"
+            )
+        if stop is None and not session.evaluations:
+            raise WorkloadError(f"the training code reported no {spec.metric!r}")
+    except NoUsableRestart as exc:
+        stop = Stop(rule="restart", step=exc.step, message=exc.message)
+    except Exception as exc:  # a crash of the user's code fails this run, never the caller
+        error = RunError(type=type(exc).__name__, message=str(exc) or repr(exc))
+        stop = None
+    summary = CheckpointSummary()
+    try:
+        summary = session.close()
+    except Exception as exc:
+        error = error or RunError(type=type(exc).__name__, message=str(exc))
+    metrics = dict(session.evaluations[-1]) if session.evaluations else {}
+    metrics.pop("step", None)
+    artifacts: dict[str, str] = {}
+    if spec.out_dir is not None:
+        exporting = time.perf_counter()
+        try:
+            artifacts = export(Path(spec.out_dir), spec.run_id, session)
+        except Exception as exc:
+            error = error or RunError(type=type(exc).__name__, message=str(exc))
+        session.timings.export += time.perf_counter() - exporting
+    status = _status(spec, stop, error, metrics)
+    return RunRecord(
+        run_id=spec.run_id,
+        variant=spec.variant,
+        seed=spec.seed,
+        category=spec.category,
+        phase=spec.phase,
+        status=status,
+        stop=stop if error is None else None,
+        error=error,
+        rejection=rejection_of(spec, metrics, session.step) if status == "rejected" else None,
+        steps_done=session.step,
+        metrics=metrics,
+        evaluations=session.evaluations,
+        timings=session.timings,
+        step_seconds=statistics.median(session.step_seconds) if session.step_seconds else None,
+        device=spec.device,
+        environment=RunEnvironment(
+            torch=torch.__version__, cuda=torch.version.cuda, device_name=spec.device
+        ),
+        started_at=started_at,
+        ended_at=time.time(),
+        checkpoint=summary,
+        artifacts=artifacts,
+    )
+
+
+def _status(
+    spec: RunSpec, stop: Stop | None, error: RunError | None, metrics: dict[str, float]
+) -> RunStatus:
+    if error is not None:
+        return "failed"
+    if stop is not None:
+        return "stopped"
+    value = metrics.get(spec.metric)
+    if value is not None and meets_threshold(value, spec.direction, spec.threshold):
+        return "accepted"
+    return "rejected"
+
+
+def export(out_dir: Path, run_id: str, session: Session) -> dict[str, str]:
+    """The run's reported losses and evaluations, and its predictions file when it wrote
+    one; kind -> path relative to `out_dir` (the names a built-in workload's run uses)."""
+    if Path(run_id).name != run_id or run_id.startswith("."):
+        raise ValueError(f"run id {run_id!r} is not a plain file name")
+    files = {"steps": f"{METRICS}/{run_id}.steps.csv", "evals": f"{METRICS}/{run_id}.evals.csv"}
+    _write_csv(out_dir / files["steps"], ["step", "loss"], session.losses)
+    evaluations = session.evaluations
+    names = list(dict.fromkeys(k for e in evaluations for k in e if k != "step"))
+    rows = ([int(e["step"]), *(e.get(n, "") for n in names)] for e in evaluations)
+    _write_csv(out_dir / files["evals"], ["step", *names], rows)
+    if session.predictions is not None and session.predictions.is_file():
+        files["predictions"] = f"{PREDICTIONS}/{run_id}.csv"
+        _write_csv(out_dir / files["predictions"], PREDICTION_COLUMNS, _predictions(session))
+    return files
+
+
+def _predictions(session: Session) -> list[list[int]]:
+    """The predictions file, checked: the three integer columns, in that order."""
+    path = session.predictions
+    assert path is not None
+    with path.open(newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, [])
+        if header != PREDICTION_COLUMNS:
+            raise WorkloadError(
+                f"predictions file header is {header}, expected {PREDICTION_COLUMNS}"
+            )
+        try:
+            return [[int(value) for value in row] for row in reader if row]
+        except ValueError as exc:
+            raise WorkloadError(f"predictions file holds a non-integer value: {exc}") from exc
+
+
+def _write_csv(path: Path, header: list[str], rows: Iterable[Iterable[object]]) -> None:
+    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,220 @@
+"""`Session`: the campaign's side of a run whose training loop belongs to someone else.
+
+The framework (a script, Lightning, a Hugging Face `Trainer`) runs its loop and tells the
+session what happened; the session answers the two questions the campaign owns:
+
+    reply = session.report(step, loss, metrics)   # the stop rules; "checkpoint now?" "stop?"
+    session.commit(step, folder)                   # the folder the framework saved, committed
+    step = session.restore(folder)                 # the newest commit, unpacked (0: none)
+    session.request_checkpoint()                   # from outside (the slot is going away)
+
+A checkpoint is the framework's own folder, packed as one tar object plus the run's history
+(`run.json`), committed through the run's `CheckpointManager` (store, commit record, tuned
+interval, background saver): the same layout, retention and fencing as a built-in workload's.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import shutil
+import tarfile
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+from ablations.checkpoint.manager import CheckpointManager
+from ablations.errors import StoreError, WorkloadError
+from ablations.records import CheckpointSummary, RunSpec, Stop, Timings
+from ablations.training.stop_rules import non_finite_stop, quality_stop
+
+log = logging.getLogger(__name__)
+
+FOLDER, HISTORY = "folder.tar", "run.json"
+"""The payload objects of a folder checkpoint: the framework's files, and our history."""
+
+
+def check_folder(payload: dict[str, bytes]) -> None:
+    """Whether a committed folder checkpoint reads back: its history and every member
+    (`StoreError` otherwise); used by `ablate verify`."""
+    try:
+        json.loads(payload[HISTORY])["step"]
+        with tarfile.open(fileobj=io.BytesIO(payload[FOLDER])) as tar:
+            for member in tar.getmembers():
+                if member.isfile():
+                    handle = tar.extractfile(member)
+                    assert handle is not None
+                    handle.read()
+    except (tarfile.TarError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise StoreError(f"checkpoint folder does not read back: {exc}") from exc
+
+
+class Reply(NamedTuple):
+    """The session's answer to one report."""
+
+    checkpoint: bool
+    """Save the training state now (into the folder the adapter gave) and `commit` it."""
+    stop: bool
+    """End training: a stop rule fired, or the steps this run trains are done."""
+
+
+class Session:
+    """One run's reports, stop rules and folder checkpoints (see the module docstring)."""
+
+    def __init__(self, spec: RunSpec, checkpoints: CheckpointManager | None = None) -> None:
+        self.spec, self.checkpoints = spec, checkpoints
+        # The last step this process trains: a pilot's `until`, else the run's last step.
+        self.end = spec.until if spec.until is not None else spec.steps
+        self.step = 0
+        self.resumed_step = 0
+        self.losses: list[tuple[int, float]] = []
+        """(step, training loss) of every report that carried one."""
+        self.evaluations: list[dict[str, float]] = []
+        """`step` plus the metrics of every report that carried metrics."""
+        self.step_seconds: list[float] = []
+        """Wall seconds per step between consecutive reports."""
+        self.stop: Stop | None = None
+        self.predictions: Path | None = None
+        """Where the adapter had the code write its held-out predictions (optional)."""
+        self.timings = Timings()
+        self._started = self._last_report = time.perf_counter()
+        self._first_report: float | None = None
+        self._paused = 0.0
+        """Seconds since the first report spent committing checkpoints, not training."""
+        self._requested = threading.Event()
+
+    # -- checkpoints ----------------------------------------------------------------------
+
+    def restore(self, folder: Path) -> int:
+        """Unpack the newest committed checkpoint into `folder`; its step (0: none)."""
+        if self.checkpoints is None:
+            return 0
+        started = time.perf_counter()
+
+        def unpack(payload: dict[str, bytes]) -> int:
+            history = json.loads(payload[HISTORY])
+            shutil.rmtree(folder, ignore_errors=True)  # a refused newer one may be half out
+            folder.mkdir(parents=True)
+            try:
+                with tarfile.open(fileobj=io.BytesIO(payload[FOLDER])) as tar:
+                    tar.extractall(folder, filter="data")  # no absolute paths, links out
+            except (tarfile.TarError, OSError) as exc:
+                raise StoreError(f"checkpoint folder does not unpack: {exc}") from exc
+            self.losses = [(int(s), float(v)) for s, v in history["losses"]]
+            self.evaluations = list(history["evaluations"])
+            self.step_seconds = list(history["step_seconds"])
+            return int(history["step"])
+
+        self.step = self.resumed_step = self.checkpoints.resume_with(unpack)
+        self.timings.checkpoint += time.perf_counter() - started
+        return self.step
+
+    def commit(self, step: int, folder: Path) -> None:
+        """Pack `folder` (the framework has finished writing it) and commit it behind."""
+        if self.checkpoints is None:
+            return
+        started = time.perf_counter()
+        packed = io.BytesIO()
+        with tarfile.open(fileobj=packed, mode="w") as tar:
+            for path in sorted(folder.rglob("*")):
+                tar.add(path, arcname=str(path.relative_to(folder)), recursive=False)
+        history = {
+            "step": step,
+            "losses": self.losses,
+            "evaluations": self.evaluations,
+            "step_seconds": self.step_seconds,
+        }
+        payload = {FOLDER: packed.getvalue(), HISTORY: json.dumps(history).encode()}
+        self.checkpoints.save_payload(step, lambda: payload, started)
+        seconds = time.perf_counter() - started
+        self.timings.checkpoint += seconds
+        self._paused += seconds
+        self._last_report = time.perf_counter()  # the save is not a training step's time
+
+    def request_checkpoint(self) -> None:
+        """Ask for a checkpoint at the next report (thread-safe: e.g. a SIGTERM handler)."""
+        self._requested.set()
+
+    # -- reports --------------------------------------------------------------------------
+
+    def report(
+        self, step: int, loss: float | None = None, metrics: Mapping[str, float] | None = None
+    ) -> Reply:
+        """Record step `step` (its loss, its evaluation) and answer: checkpoint? stop?"""
+        spec = self.spec
+        if step <= self.step:
+            raise WorkloadError(self._backwards(step))
+        now = time.perf_counter()
+        if self._first_report is None:
+            self._first_report = now
+            # Until the first report: the framework's imports, model and data (not steps).
+            self.timings.load = now - self._started - self.timings.checkpoint
+        elif step > self.step:
+            self.step_seconds.append((now - self._last_report) / (step - self.step))
+        self._last_report = now
+        self.step = step
+        if loss is not None:
+            self.losses.append((step, float(loss)))
+            stop = non_finite_stop(spec.stop_rules.non_finite_loss, [float(loss)], step, step)
+            if stop is not None and self.stop is None:
+                message = f"training loss is {float(loss)} at step {step} (as reported)"
+                self.stop = stop.model_copy(update={"message": message})
+        if metrics:
+            values = {name: float(value) for name, value in metrics.items()}
+            if spec.metric not in values:
+                raise WorkloadError(
+                    f"step {step} reported metrics {sorted(values)}, without the plan's "
+                    f"metric {spec.metric!r}"
+                )
+            self.evaluations.append({"step": float(step), **values})
+            # The last evaluation decides accepted or rejected; the rule stops runs early.
+            if step < self.end and self.stop is None:
+                self.stop = quality_stop(
+                    spec.stop_rules.quality,
+                    values,
+                    metric=spec.metric,
+                    direction=spec.direction,
+                    threshold=spec.threshold,
+                    step=step,
+                )
+        if self.stop is not None:
+            return Reply(checkpoint=False, stop=True)
+        done = step >= self.end
+        due = self._requested.is_set() or step == spec.until
+        if self.checkpoints is not None and not due:
+            due = self.checkpoints.due(step, self.train_seconds())
+        if due:
+            self._requested.clear()
+        return Reply(checkpoint=due and self.checkpoints is not None, stop=done)
+
+    def _backwards(self, step: int) -> str:
+        if self.resumed_step and self.step == self.resumed_step:
+            return (
+                f"the run was resumed from step {self.resumed_step} but the training code "
+                f"reported step {step}: it did not load the restored checkpoint (a resumed "
+                "run never silently starts again)"
+            )
+        return f"step {step} reported after step {self.step}: steps must increase"
+
+    def train_seconds(self) -> float:
+        """Wall seconds since the first report, checkpoints excluded."""
+        if self._first_report is None:
+            return 0.0
+        return time.perf_counter() - self._first_report - self._paused
+
+    # -- the end --------------------------------------------------------------------------
+
+    def close(self) -> CheckpointSummary:
+        """Wait for the save in flight; what checkpointing did."""
+        ended = time.perf_counter()
+        if self._first_report is not None:
+            self.timings.train = max(0.0, ended - self._first_report - self._paused)
+        if self.checkpoints is None:
+            return CheckpointSummary()
+        closing = time.perf_counter()
+        summary = self.checkpoints.close()
+        self.timings.checkpoint += time.perf_counter() - closing
+        return summary
