@@ -132,7 +132,8 @@ def planned_vs_realized(
     """
     # A trimmed run's record says so and holds no time: it was planned, never run.
     by_id = {r.run_id: r for r in records if r.status != "trimmed"}
-    dropped, spared = set(trimmed), set(unneeded)
+    dropped = {*trimmed, *(r.run_id for r in records if r.status == "trimmed")}
+    spared = set(unneeded)
     runs: list[RunDeviation] = []
     planned_parts = dict.fromkeys(PARTS, 0.0)
     realized_parts = dict.fromkeys(PARTS, 0.0)
