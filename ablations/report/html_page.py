@@ -34,6 +34,7 @@ tbody.group th{background:#eef3fa;font-weight:600}
 figure{margin:.5rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.85rem;color:#555}
 code{background:#f4f4f4;padding:0 .2rem;border-radius:3px;font-size:.85em}
+#runs code{white-space:nowrap}
 .status-accepted{color:#1a7f37}.status-stopped,.status-failed{color:#b42318}
 .status-rejected{color:#b54708}.status-trimmed,.status-unneeded,.status-pending{color:#667085}
 #run-filters{display:flex;gap:1rem;flex-wrap:wrap;margin:.5rem 0}

@@ -116,7 +116,7 @@ def test_markdown_subset_tables_bold_code_and_escaping() -> None:
     assert "<img" not in out  # an image the callback cannot give is left out, not broken
 
 
-def _damaged(text: str) -> str:
+def damaged_figure(text: str) -> str:
     start = text.index(DATA_PNG) + len(DATA_PNG)
     data = bytearray(base64.b64decode(text[start : text.index('"', start)]))
     data[40:60] = bytes(20)  # inside the first chunk: the signature survives, the CRC does not
@@ -126,7 +126,7 @@ def _damaged(text: str) -> str:
 def test_verify_names_a_figure_that_does_not_decode(tmp_path: Path, synthetic: Synthetic) -> None:
     build_report(tmp_path, inputs_of(tmp_path, synthetic))
     path = tmp_path / REPORT_HTML
-    path.write_text(_damaged(path.read_text()))
+    path.write_text(damaged_figure(path.read_text()))
     data = path.read_bytes()
     entry = FileEntry(
         kind="report", path=REPORT_HTML, sha256=hashlib.sha256(data).hexdigest(), bytes=len(data)
