@@ -164,3 +164,11 @@ def test_five_variants_by_twelve_seeds_share_axes_in_small_multiples(tmp_path: P
     assert len(visible) == 12
     loss_rows = [ax for ax in visible if ax.get_title()]
     assert len({ax.get_ylim() for ax in loss_rows}) == 1  # one scale across the variants
+
+
+def test_a_campaign_that_ended_at_the_gate_shows_its_pilot_curves(tmp_path: Path) -> None:
+    pilot = write_run(tmp_path, CONTROL, 0, phase="pilot", steps=50)
+    planned_main = write_run(tmp_path, CONTROL, 0, first=51, start_step=50).planned
+    runs = [pilot, ReportRun(planned=planned_main)]  # the main run never ran: no record
+    (curve,) = load_curves(tmp_path, runs, "accuracy")
+    assert curve.run_id == pilot.planned.run_id and curve.steps == list(range(1, 51))

@@ -151,3 +151,14 @@ def test_verify_names_a_figure_that_does_not_decode(tmp_path: Path, synthetic: S
 def test_html_problem_names_what_is_wrong(text: str, says: str) -> None:
     problem = html_problem(text)
     assert problem is not None and says in problem
+
+
+def test_ablate_report_rebuilds_the_page_from_the_folder(
+    tmp_path: Path, synthetic: Synthetic
+) -> None:
+    from ablations.report import rebuild_report
+
+    (tmp_path / REPORT_HTML).write_text("stale")
+    rebuild_report(tmp_path)
+    text = (tmp_path / REPORT_HTML).read_text()
+    assert text.startswith("<!DOCTYPE html>") and html_problem(text) is None
