@@ -10,6 +10,7 @@ from prefect.cache_policies import NO_CACHE
 
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REPORT
+from ablations.report.artifact import report_artifact
 
 
 @task(name="results", cache_policy=NO_CACHE)  # the executor cannot be hashed into a cache key
@@ -18,5 +19,5 @@ def write_results(out_dir: str, executor: Executor) -> str:
     manifest = executor.write_results(Path(out_dir))
     report = Path(out_dir) / REPORT
     if report.exists():
-        create_markdown_artifact(key="campaign-report", markdown=report.read_text())
+        create_markdown_artifact(key="campaign-report", markdown=report_artifact(Path(out_dir)))
     return str(manifest)

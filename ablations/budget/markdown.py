@@ -74,6 +74,29 @@ def budget_markdown(assessment: BudgetAssessment) -> str:
     return "\n".join(out)
 
 
+def _wall(pvr: PlannedVsRealized) -> str:
+    """The wall time, with the gate's wait (pilot's end to the decision) said apart."""
+    wall, wait = pvr.realized_wall_hours, pvr.gate_wait_hours
+    if wall is None:
+        return "no wall time recorded."
+    if wait is None:
+        return f"wall {hours(wall)} (first start to last end; no gate wait in between)."
+    return (
+        f"wall {hours(wall)} from the first start to the last end, of which the gate's wait "
+        f"(last pilot end to the decision) {hours(wait)}: {hours(max(0.0, wall - wait))} "
+        "without it."
+    )
+
+
+def _unspent(pvr: PlannedVsRealized) -> str:
+    """Planned hours of runs that never ran, by why: trimmed, unneeded, pending."""
+    parts = [
+        f"{hours(h)} {status} ({n} run{'s' if n != 1 else ''})"
+        for status, (n, h) in sorted(pvr.unspent_by_status().items())
+    ]
+    return (", ".join(parts) + f"; {hours(pvr.unspent_planned_hours)} in all") if parts else "none"
+
+
 def planned_vs_realized_markdown(pvr: PlannedVsRealized) -> str:
     """The registered projection beside the realized times, deviations and decisions."""
     planned = pvr.planned
@@ -86,9 +109,9 @@ def planned_vs_realized_markdown(pvr: PlannedVsRealized) -> str:
         f"Realized: {hours(pvr.realized_busy_hours)} busy over the recorded runs "
         f"(planned for them: {hours(compared)}, deviation "
         f"{signed_hours(pvr.realized_busy_hours - compared)}{'; ' + pvr.why if pvr.why else ''}); "
-        "wall "
-        f"{hours(pvr.realized_wall_hours)}. Planned but not run: "
-        f"{hours(pvr.unspent_planned_hours)}.",
+        f"{_wall(pvr)}",
+        "",
+        f"Planned but not run: {_unspent(pvr)}.",
         "",
         _table(
             ["Part", "Planned", "Realized", "Deviation"],

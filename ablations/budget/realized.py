@@ -78,6 +78,9 @@ class PlannedVsRealized(BaseModel):
     """Machine-busy hours of every recorded run (sum of their timings)."""
     realized_wall_hours: float | None
     """First start to last end over the records that have both; None otherwise."""
+    gate_wait_hours: float | None = None
+    """Of the wall time, the gate's wait: the last pilot run's end to the gate's decision
+    (a person answering in the UI, or the policy); None when there was no gate in between."""
     runs: list[RunDeviation]
     parts: list[PartDeviation]
     decisions: list[str] = []
@@ -103,6 +106,15 @@ class PlannedVsRealized(BaseModel):
         """Planned busy hours of runs that never ran (trimmed, unneeded or pending)."""
         return sum(r.planned_hours for r in self.runs if r.realized_hours is None)
 
+    def unspent_by_status(self) -> dict[str, tuple[int, float]]:
+        """Status (trimmed, unneeded, pending) -> (runs, planned hours) of runs never run."""
+        out: dict[str, tuple[int, float]] = {}
+        for r in self.runs:
+            if r.realized_hours is None:
+                n, h = out.get(r.status, (0, 0.0))
+                out[r.status] = (n + 1, h + r.planned_hours)
+        return out
+
 
 def planned_vs_realized(
     planned: Projection,
@@ -110,14 +122,18 @@ def planned_vs_realized(
     decisions: Sequence[str] = (),
     trimmed: Sequence[str] = (),
     unneeded: Sequence[str] = (),
+    gate_decided_at: float | None = None,
 ) -> PlannedVsRealized:
     """Build the comparison from the registered projection and the completion records.
 
     `trimmed` names run ids dropped at the gate, so they show as trimmed, not pending;
-    `unneeded` the main runs no look needed (their variant was decided earlier).
+    `unneeded` the main runs no look needed (their variant was decided earlier);
+    `gate_decided_at` (gate.json's `decided_at`) separates the gate's wait from busy time.
     """
-    by_id = {r.run_id: r for r in records}
-    dropped, spared = set(trimmed), set(unneeded)
+    # A trimmed run's record says so and holds no time: it was planned, never run.
+    by_id = {r.run_id: r for r in records if r.status != "trimmed"}
+    dropped = {*trimmed, *(r.run_id for r in records if r.status == "trimmed")}
+    spared = set(unneeded)
     runs: list[RunDeviation] = []
     planned_parts = dict.fromkeys(PARTS, 0.0)
     realized_parts = dict.fromkeys(PARTS, 0.0)
@@ -167,6 +183,7 @@ def planned_vs_realized(
         realized_wall_hours=(
             (max(e for _, e in spans) - min(b for b, _ in spans)) / 3600.0 if spans else None
         ),
+        gate_wait_hours=gate_wait_hours(records, gate_decided_at),
         runs=runs,
         parts=[
             PartDeviation(
@@ -178,5 +195,13 @@ def planned_vs_realized(
             for p in PARTS
         ],
         decisions=list(decisions),
-        unplanned=[r.run_id for r in records if r.run_id not in known],
+        unplanned=[r.run_id for r in records if r.run_id not in known and r.status != "trimmed"],
     )
+
+
+def gate_wait_hours(records: Sequence[RunRecord], decided_at: float | None) -> float | None:
+    """Hours from the last pilot run's end to the gate's decision; None without both."""
+    pilot_ends = [r.ended_at for r in records if r.phase == "pilot" and r.ended_at is not None]
+    if decided_at is None or not pilot_ends:
+        return None
+    return max(0.0, decided_at - max(pilot_ends)) / 3600.0

@@ -48,12 +48,15 @@ REFRAME_DRAFT = "reframe-draft.yaml"
 RUNS_CSV = "runs.csv"
 """One flat row per registered run."""
 REPORT = "REPORT.md"
+REPORT_HTML = "REPORT.html"
+"""REPORT.md as one self-contained page (figures inline), beside it."""
 RELOAD = "RELOAD.md"
 """How to reload each artifact, as commands that work."""
 EFFECTS_PNG = "effects.png"
 PER_CLASS_PNG = "per_class_change.png"
 TIMELINE_PNG = "timeline.png"
-PLOTS = (EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG)
+CURVES_PNG = "curves.png"
+PLOTS = (EFFECTS_PNG, CURVES_PNG, PER_CLASS_PNG, TIMELINE_PNG)
 """The report's plots, beside it."""
 LEDGER = "ledger.db"
 """The Optuna study (optuna-dashboard reads it)."""
@@ -80,7 +83,7 @@ WRITTEN_FOLDERS = ("", *RUN_FOLDERS)
 
 TOP_LEVEL = frozenset(
     {
-        *(MANIFEST, PLAN, RUNS_CSV, REPORT, RELOAD, *PLOTS),
+        *(MANIFEST, PLAN, RUNS_CSV, REPORT, REPORT_HTML, RELOAD, *PLOTS),
         *(REGISTRATION, PROJECTION, PREFLIGHT, GATE, LOOKS, REFRAME_DRAFT),
         *(LEDGER, LEDGER_LOCK, LOCK, PROBE_JSON, PROBE_MD),
         *RUN_FOLDERS,

@@ -8,8 +8,8 @@ manifest without `files` is an export that did not finish (`ablate verify` says 
 
 What is hashed: every file that is final once the manifest is written (per run: its record,
 metrics, predictions and final model; per campaign: plan.yaml, the state files, runs.csv,
-REPORT.md, its plots, RELOAD.md). Not hashed: the ledger (`ledger.db`), since SQLite may
-rewrite pages whenever it is opened; `ablate verify` checks it by content instead.
+REPORT.md, REPORT.html, its plots, RELOAD.md). Not hashed: the ledger (`ledger.db`), since
+SQLite may rewrite pages whenever it is opened; `ablate verify` checks it by content instead.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from ablations.campaign.folder import (
     REGISTRATION,
     RELOAD,
     REPORT,
+    REPORT_HTML,
     RUNS_CSV,
     CampaignFolder,
 )
@@ -205,6 +206,7 @@ def campaign_files(out_dir: Path) -> list[FileEntry]:
         *STATE_FILES,
         ("runs", RUNS_CSV),
         ("report", REPORT),
+        ("report", REPORT_HTML),
         *(("plot", name) for name in PLOTS),
         ("reload", RELOAD),
     ]
@@ -259,6 +261,7 @@ def write_outputs(out_dir: Path) -> Path:
             decisions=[f"gate: {gate.decision}: {gate.reason}"] if gate else [],
             trimmed=gate.drop if gate else [],
             unneeded=[r.run_id for r in rows if r.status == "unneeded"],
+            gate_decided_at=gate.decided_at if gate else None,
         )
         realized = {
             "planned_vs_realized": pvr,

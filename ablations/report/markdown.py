@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from ablations.analysis import Effect, ErrorAnalysis, run_reason
-from ablations.campaign.folder import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
+from ablations.campaign.folder import CURVES_PNG, EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.decision import decision_reached
 from ablations.report.inputs import ReportInputs, ReportRun
 from ablations.units import metric, significant
@@ -324,6 +324,19 @@ def render_report(inputs: ReportInputs, plots: Sequence[str] = ()) -> str:
         ]
     out += _effects_section(inputs, shown)
     out += _looks_section(inputs)
+    if CURVES_PNG in shown:
+        out += [
+            "## Learning curves",
+            "",
+            "Per variant against the control (grey): training loss, "
+            f"{inputs.metric.name} at each evaluation, and the paired difference to the control "
+            "with the useful-effect band shaded. Lines: the mean over seeds; bands: min to max "
+            "over seeds (runs that trained to the end); dashed with an x: a stopped or failed "
+            "run, ending where its rule stopped it. Pilot steps are part of their main run.",
+            "",
+            f"![Learning curves per variant, seeds as bands]({CURVES_PNG})",
+            "",
+        ]
     out += _findings_section(inputs)
     out += _not_accepted_section(inputs.runs)
     out += _pilot_section(inputs)

@@ -32,7 +32,7 @@ MAX_LABELLED_PER_SLOT = 6
 DPI = 120  # readable in a markdown viewer without making the PNGs heavy
 
 
-def _save(figure: Figure, path: Path) -> Path:
+def save_figure(figure: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     FigureCanvasAgg(figure)
     figure.savefig(path, dpi=DPI, bbox_inches="tight")
@@ -107,7 +107,7 @@ def plot_effects(effects: Sequence[Effect], metric: MetricSection, path: Path) -
     better = "right" if metric.direction == "maximize" else "left"
     ax.set_xlabel(f"{metric.name}: variant - control (adjusted interval; better to the {better})")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def plot_per_class(analysis: ErrorAnalysis | None, path: Path) -> Path | None:
@@ -127,7 +127,7 @@ def plot_per_class(analysis: ErrorAnalysis | None, path: Path) -> Path | None:
     ax.set_yticklabels(list(frame.index))
     ax.set_xlabel("class")
     figure.colorbar(image, ax=ax, label="accuracy change vs control (mean over paired seeds)")
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 MIN_BAR_FRACTION = 0.006
@@ -168,7 +168,7 @@ def plot_timeline(
 ) -> Path | None:
     """The timeline figure (see `timeline_figure`) as a PNG."""
     figure = timeline_figure(runs, campaign_start=campaign_start, gate_closed=gate_closed)
-    return None if figure is None else _save(figure, path)
+    return None if figure is None else save_figure(figure, path)
 
 
 def timeline_figure(

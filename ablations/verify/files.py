@@ -106,6 +106,10 @@ def load_problem(path: Path, kind: str) -> str | None:
             return None
         if suffix == ".png":
             return _png_problem(path)
+        if suffix == ".html":
+            from ablations.verify.report_html import html_problem
+
+            return html_problem(path.read_text(encoding="utf-8"))
         path.read_text(encoding="utf-8")  # markdown and other text: must decode
         return None
     except Exception as exc:  # any failure to load is exactly what verify reports

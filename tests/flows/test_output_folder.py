@@ -129,6 +129,7 @@ def test_manifest_holds_the_contract(campaign: Campaign) -> None:
             assert re.fullmatch(rf"s3://{BUCKET}/folder-\w+/tiny/{owner}/step-\d{{8}}", uri)
     listed = {f["path"] for f in manifest["files"]}
     assert {"plan.yaml", "runs.csv", "REPORT.md", "RELOAD.md", "timeline.png"} <= listed
+    assert {"REPORT.html", "curves.png"} <= listed
     frame = pd.read_csv(out / "runs.csv")
     assert set(frame["run_id"]) == {r["run_id"] for r in runs}
     assert_ledger_matches_manifest(out)
@@ -280,6 +281,21 @@ def _plant_a_credential(folder: Path) -> str:
     return "REPORT.md: holds a credential: an AWS access key id"
 
 
+def _damage_a_report_figure(folder: Path) -> str:
+    """A figure inside REPORT.html that no longer decodes, the manifest's hash made to match:
+    only decoding the page's figures can tell."""
+    from tests.ablations.report.test_html import damaged_figure
+
+    path = folder / "REPORT.html"
+    path.write_text(damaged_figure(path.read_text()))
+    manifest = _manifest(folder)
+    entry = next(f for f in manifest["files"] if f["path"] == "REPORT.html")
+    data = path.read_bytes()
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+    _save(folder, manifest)
+    return "REPORT.html: figure 1 does not decode as a PNG"
+
+
 TAMPERS: list[Callable[[Path], str]] = [
     _flip_byte,
     _delete,
@@ -290,6 +306,7 @@ TAMPERS: list[Callable[[Path], str]] = [
     _retrained_weights,
     _record_disagrees,
     _plant_a_credential,
+    _damage_a_report_figure,
 ]
 
 

@@ -100,3 +100,38 @@ def test_no_records_compare_nothing() -> None:
     assert pvr.unspent_planned_hours == pytest.approx(registered.busy_hours)
     assert all(p.planned_hours == 0.0 == p.realized_hours for p in pvr.parts)
     assert pvr.why == ""
+
+
+def test_trimmed_records_count_as_planned_not_run_and_the_gate_wait_is_apart() -> None:
+    from ablations.budget.markdown import planned_vs_realized_markdown
+    from tests.ablations.analysis.synthetic import PLAN
+
+    plan = parse_plan(PLAN)
+    registered = project(plan, planned_runs(plan, plan_hash(plan)), plan.budget.estimate, 2)
+    pilot = next(r for r in registered.runs if r.phase == "pilot")
+    main = [r for r in registered.runs if r.phase == "main"]
+    trimmed, spared = main[:3], main[3:5]
+    records = [
+        _record(pilot.run_id, phase="pilot", timings=Timings(train=60.0)).model_copy(
+            update={"started_at": 0.0, "ended_at": 60.0}
+        ),
+        # What the gate writes for a dropped run: a record, status trimmed, no time at all.
+        *(_record(r.run_id, status="trimmed") for r in trimmed),
+        _record(main[5].run_id, timings=Timings(train=60.0), started_at=660.0, ended_at=720.0),
+    ]
+    pvr = planned_vs_realized(
+        registered, records, unneeded=[r.run_id for r in spared], gate_decided_at=660.0
+    )
+    by_status = pvr.unspent_by_status()
+    assert by_status["trimmed"] == (3, pytest.approx(sum(r.hours for r in trimmed)))
+    assert by_status["unneeded"] == (2, pytest.approx(sum(r.hours for r in spared)))
+    assert pvr.unplanned == []  # a trimmed record is a planned run, not an unplanned one
+    assert pvr.gate_wait_hours == pytest.approx(600 / 3600)
+    assert pvr.realized_wall_hours == pytest.approx(720 / 3600)
+    text = planned_vs_realized_markdown(pvr)
+    assert f"{duration(sum(r.hours for r in trimmed) * 3600)} trimmed (3 runs)" in text
+    assert "unneeded (2 runs)" in text
+    assert (
+        f"wall {duration(720)} from the first start to the last end, of which the gate's wait "
+        f"(last pilot end to the decision) {duration(600)}: {duration(120)} without it." in text
+    )

@@ -1,0 +1,43 @@
+"""The report artifact: figures inline as `data:` URIs, wide tables as lists, REPORT.html named."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from pathlib import Path
+
+from PIL import Image
+
+from ablations.campaign.folder import REPORT_HTML
+from ablations.outputs.ledger import LEDGER_URL
+from ablations.report import build_report
+from ablations.report.artifact import FIGURE_PIXELS, WIDEST_TABLE, narrow_tables, report_artifact
+from tests.ablations.analysis.synthetic import write_synthetic
+from tests.ablations.report.test_report import inputs_of
+
+
+def test_the_artifact_inlines_its_figures_names_the_page_and_fits_its_tables(
+    tmp_path: Path,
+) -> None:
+    synthetic = write_synthetic(tmp_path, ledger_url=LEDGER_URL)
+    build_report(tmp_path, inputs_of(tmp_path, synthetic))
+    text = report_artifact(tmp_path)
+    assert f"`{tmp_path.resolve() / REPORT_HTML}`" in text.split("\n## ")[0]
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert len(links) == 3 and all(link.startswith("data:image/png;base64,") for link in links)
+    for link in links:
+        with Image.open(io.BytesIO(base64.b64decode(link.split(",", 1)[1]))) as image:
+            assert image.width <= FIGURE_PIXELS
+    for line in text.splitlines():
+        if line.startswith("|"):
+            assert len(line) <= 2 * WIDEST_TABLE, line  # cell text plus padding
+    assert "<details>" not in text
+    # The effects table (12 columns) became one item per variant, its verdict first.
+    assert "- **depth=1**: Verdict: **worse**; Category: useful; Pairs: 3;" in text
+
+
+def test_a_narrow_table_stays_a_table() -> None:
+    table = "| a | b |\n|---|---|\n| 1 | 2 |"
+    assert narrow_tables(table) == table
+    assert narrow_tables(table, widest=3) == "- **1**: b: 2"
