@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REFRAME_DRAFT, REPORT, CampaignFolder
@@ -135,6 +135,8 @@ def _run_campaign(
         task_runner=ThreadPoolTaskRunner(max_workers=len(executor.slots))  # type: ignore[arg-type]
     )
     with campaign_api(server):
+        # The flow returns a state: its data (the manifest's path) when it completed; the
+        # error it carries (exit 2 for bad input) is raised otherwise.
         manifest_path = campaign(
             plan_path=str(args.plan),
             out_dir=str(out_dir),
@@ -143,7 +145,7 @@ def _run_campaign(
             pool=args.pool or "",
             heartbeat_timeout_s=args.heartbeat_timeout,
         )
-    manifest = CampaignFolder(Path(manifest_path).parent).manifest()
+    manifest = CampaignFolder(Path(cast(str, manifest_path)).parent).manifest()
     _print_outcome(manifest, out_dir)
     # A defect of the workload or data stopped the campaign before its pilot: not a success.
     fixing = manifest.gate is not None and manifest.gate.decision == "fix"
