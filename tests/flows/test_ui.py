@@ -82,11 +82,12 @@ def test_run_states_are_named_after_the_status_with_the_reason() -> None:
     from tasks.runs import run_state
 
     rejected = run_state(_record("rejected", metrics={"accuracy": 0.41234567}))
-    assert rejected.name == "Rejected" and rejected.is_completed()
+    assert rejected.name == "Rejected" and rejected.is_failed()  # red: not a success
     assert "accuracy=0.4123 " in rejected.message + " "
     stop = Stop(rule="non_finite_loss", message="loss is nan", step=7)
     stopped = run_state(_record("stopped", stop=stop))
     assert stopped.name == "Stopped" and "loss is nan" in (stopped.message or "")
+    assert stopped.is_cancelled()  # grey: a rule ended it early, nothing crashed
     failed = run_state(_record("failed", error=RunError(type="OSError", message="disk full")))
     assert failed.name == "Failed" and failed.is_failed()
     assert failed.message == "OSError: disk full"
@@ -184,6 +185,9 @@ def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
             )
             seen["refused"] = refused
             seen["state_after"] = client.read_flow_run(run.id).state
+            seen["unknown"] = client.resume_flow_run(
+                run.id, run_input={"decision": "trim", "drop": ["width=16"]}
+            )
             client.resume_flow_run(
                 run.id, run_input={"decision": "trim", "drop": ["width=8"], "note": "settled"}
             )
@@ -208,3 +212,9 @@ def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
     assert all(properties[name].get("description") for name in ("decision", "drop", "note"))
     assert properties["decision"]["default"] == "continue"
     assert "| projected hours | 0.1235 |" in seen["description"]
+    # the names that may be dropped: every main variant and run id, and nothing else
+    allowed = properties["drop"]["items"]["enum"]
+    assert allowed == ["control", "width=8", *[r.run_id for r in main]]
+    assert "Variants: control, width=8." in properties["drop"]["description"]
+    unknown = seen["unknown"]
+    assert unknown.status.value == "REJECT" and "width=16" in unknown.details.reason
