@@ -62,6 +62,29 @@ def add_parsers(sub: Any) -> None:
     )
     p = sub.add_parser("serve", help="serve the campaign as a deployment for the Prefect UI")
     p.add_argument("--name", default="ablate", help="deployment name")
+    p = sub.add_parser(
+        "notify",
+        help="create Prefect automations that notify you: a campaign failed, a UI gate waits, "
+        "a campaign finished (with its decision)",
+    )
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--block",
+        metavar="TYPE/NAME",
+        help="a saved Prefect notification block, e.g. slack-webhook/my-team or "
+        "email/me (Blocks in the UI)",
+    )
+    where.add_argument(
+        "--webhook",
+        metavar="URL",
+        help="POST {subject, body} as JSON to URL (saved as the custom-webhook/ablate-webhook "
+        "block)",
+    )
+    p.add_argument(
+        "--flow",
+        default="ablation-campaign",
+        help="the flow whose runs notify (default: %(default)s)",
+    )
 
 
 @command("run")
@@ -171,6 +194,19 @@ def _print_outcome(manifest: Manifest, out_dir: Path) -> None:
             f"fix the defect above, then rerun with --out {out_dir}: preflight runs again "
             "(the gate's fix is not kept)"
         )
+
+
+@command("notify")
+def notify_command(args: argparse.Namespace) -> int:
+    from flows.environment import quiet_prefect
+
+    quiet_prefect()
+    from flows.notify import block_id, create_notifications, webhook_block
+
+    block = webhook_block(args.webhook) if args.webhook else block_id(args.block)
+    for name in create_notifications(block, args.flow):
+        print(f"automation {name!r}: created")
+    return EXIT_OK
 
 
 @command("serve")

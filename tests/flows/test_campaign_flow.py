@@ -72,13 +72,13 @@ def test_ui_gate_applies_the_answer_given_through_the_client(
                     )
                 )
                 if paused:
+                    refused = client.resume_flow_run(
+                        paused[0].id, run_input={"decision": "trim", "drop": ["not-a-run"]}
+                    )
+                    assert refused.status.value == "REJECT"  # not a main run: refused
                     client.resume_flow_run(
                         paused[0].id,
-                        run_input={
-                            "decision": "trim",
-                            "drop": ["width=8", "not-a-run"],
-                            "note": "width is settled",
-                        },
+                        run_input={"decision": "trim", "drop": ["width=8"], "note": "settled"},
                     )
                     answered.append(str(paused[0].id))
                     return
@@ -91,7 +91,7 @@ def test_ui_gate_applies_the_answer_given_through_the_client(
     assert answered
     gate = manifest["gate"]
     assert gate["decision"] == "trim" and gate["source"] == "ui"
-    assert "not-a-run" in gate["reason"]  # unknown names are ignored, never added
+    assert "settled" in gate["reason"]
     trimmed = {r["variant"] for r in manifest["runs"] if r["status"] == "trimmed"}
     assert trimmed == {"width=8"}
 
