@@ -25,8 +25,27 @@ class _RunLogHandler(APILogHandler):
         super().emit(record)
 
 
+class _FindingsAreNotErrors(logging.Filter):
+    """Prefect logs a task that ends in a non-Completed state at ERROR: for a stopped or
+    rejected run (a finding of the campaign) "Finished in state Stopped(...)", and for any
+    returned Failed-type state also "Task run failed with state: <repr>", the whole run record
+    included. The flow's progress line and the task's state message already say it: drop them.
+    A crashed run's "Finished in state Failed(...)" stays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith("Task run failed with state:") and "result=RunRecord(" in message:
+            return False
+        return not message.startswith(("Finished in state Stopped(", "Finished in state Rejected("))
+
+
+_FINDINGS = _FindingsAreNotErrors()
+
+
 def run_logger() -> logging.Logger:
-    """The `ablate.progress` logger, with records sent to the current Prefect run's logs."""
+    """The `ablate.progress` logger, with records sent to the current Prefect run's logs (and
+    Prefect's task logs rid of the error lines about stopped and rejected runs)."""
     if not any(isinstance(h, _RunLogHandler) for h in PROGRESS_LOG.handlers):
         PROGRESS_LOG.addHandler(_RunLogHandler())
+    logging.getLogger("prefect.task_runs").addFilter(_FINDINGS)  # a set: added once
     return PROGRESS_LOG
