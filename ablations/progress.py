@@ -26,10 +26,11 @@ PROGRESS_LOG.propagate = False  # the root logger's console handler would print 
 PROGRESS_LOG.addHandler(logging.NullHandler())  # no "no handlers" fallback to stderr either
 
 
-def say(text: str) -> None:
-    """Print one progress line with the seconds since the campaign process started."""
+def say(text: str, *, level: int = logging.INFO) -> None:
+    """Print one progress line with the seconds since the campaign process started (and log
+    it at `level`: ERROR for the one line that ends a campaign on bad input)."""
     print(f"[{time.monotonic() - _START:7.1f}s] {text}", file=sys.stdout, flush=True)
-    PROGRESS_LOG.info(text)
+    PROGRESS_LOG.log(level, text)
 
 
 def _significant(value: float | None) -> float | None:

@@ -6,6 +6,7 @@ step is recognized as done on restart from the output folder.
 
 # No `from __future__ import annotations` here: Prefect builds the deployment's parameter
 # model from the flow's signature at run time, and string annotations break that.
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -279,7 +280,7 @@ def campaign_flow(opened: Executor | None = None) -> Flow[..., State]:
             # one log line, no traceback. The error rides along as the state's data, so
             # `ablate run` (which calls this flow) still raises it and exits 2.
             line = one_line(error)
-            say(f"error: {line}")
+            say(f"error: {line}", level=logging.ERROR)
             return Failed(message=line, data=error)
 
     return ablation_campaign

@@ -7,6 +7,7 @@ line in `ablations.cli` never imports Prefect.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -214,6 +215,9 @@ def serve_command(args: argparse.Namespace) -> int:
     from flows.environment import quiet_prefect
 
     quiet_prefect()
+    # A run launched from the UI keeps Prefect's random name until this process picks it up
+    # and names it after its campaign: poll every 2 s instead of 10.
+    os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
     from flows.serve import serve_campaign
 
     serve_campaign(args.name)

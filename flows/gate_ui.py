@@ -8,6 +8,7 @@ so the run stays paused and the UI shows the reason.
 # No `from __future__ import annotations`: pydantic builds the form's model from these
 # annotations when the recommendation fills in its defaults.
 from typing import Any, Literal
+from uuid import UUID
 
 from prefect import pause_flow_run
 from prefect.artifacts import create_markdown_artifact
@@ -149,6 +150,21 @@ def sizing_markdown(decision: GateDecision) -> str:
     return "\n" + "\n".join(f"    {line}" for line in decision.sizing.lines()) + "\n"
 
 
+def _running_again(message: str) -> None:
+    """Put this flow run back to Running after its pause timed out.
+
+    The server keeps a timed-out run Paused and refuses its later transitions ("The flow was
+    completed and never resumed" turns the campaign's Completed into Failed), although the
+    flow goes on by design with the policy's decision: so the flow says it is running again,
+    forced past that rule."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+    from prefect.states import Running
+
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(UUID(flow_run.get_id()), Running(message=message), force=True)
+
+
 def ask_in_ui(recommendation: GateDecision, main: list[PlannedRun], timeout_s: int) -> GateDecision:
     """Pause the flow run for a person's answer; the recommendation applies after the timeout."""
     create_markdown_artifact(
@@ -166,6 +182,7 @@ def ask_in_ui(recommendation: GateDecision, main: list[PlannedRun], timeout_s: i
             wait_for_input=gate_form(recommendation, main), timeout=timeout_s, poll_interval=2
         )
     except FlowPauseTimeout:
+        _running_again(f"no answer in {timeout_s} s: the gate applies the policy")
         return recommendation.model_copy(
             update={
                 "source": "timeout",

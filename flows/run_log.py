@@ -13,6 +13,7 @@ import logging
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 
+from ablations.errors import InputError
 from ablations.progress import PROGRESS_LOG
 
 
@@ -39,7 +40,18 @@ class _FindingsAreNotErrors(logging.Filter):
         return not message.startswith(("Finished in state Stopped(", "Finished in state Rejected("))
 
 
+class _InputErrorSaidOnce(logging.Filter):
+    """A flow run ended by bad input returns a Failed state with the InputError as data; a
+    deployment's engine then raises it again and logs "Engine execution exited with unexpected
+    exception" with a traceback. The flow already logged its one line: drop that record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, InputError)
+
+
 _FINDINGS = _FindingsAreNotErrors()
+_INPUT_ERRORS = _InputErrorSaidOnce()
 
 
 def run_logger() -> logging.Logger:
@@ -48,4 +60,5 @@ def run_logger() -> logging.Logger:
     if not any(isinstance(h, _RunLogHandler) for h in PROGRESS_LOG.handlers):
         PROGRESS_LOG.addHandler(_RunLogHandler())
     logging.getLogger("prefect.task_runs").addFilter(_FINDINGS)  # a set: added once
+    logging.getLogger("prefect.flow_runs").addFilter(_INPUT_ERRORS)
     return PROGRESS_LOG
