@@ -26,11 +26,12 @@ PROGRESS_LOG.propagate = False  # the root logger's console handler would print 
 PROGRESS_LOG.addHandler(logging.NullHandler())  # no "no handlers" fallback to stderr either
 
 
-def say(text: str, *, level: int = logging.INFO) -> None:
+def say(text: str, *, level: int = logging.INFO, about: dict[str, object] | None = None) -> None:
     """Print one progress line with the seconds since the campaign process started (and log
-    it at `level`: ERROR for the one line that ends a campaign on bad input)."""
+    it at `level`: ERROR for the one line that ends a campaign on bad input). `about`: the log
+    record's extra attributes, e.g. the task run a run's line belongs to."""
     print(f"[{time.monotonic() - _START:7.1f}s] {text}", file=sys.stdout, flush=True)
-    PROGRESS_LOG.log(level, text)
+    PROGRESS_LOG.log(level, text, extra=about)
 
 
 def _significant(value: float | None) -> float | None:

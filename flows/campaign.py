@@ -81,10 +81,12 @@ def _run_phase(
         record = cast(RunRecord, result)
         records.append(record)
         counter = live.finish(record)
-        # The run's one line (its task's state message says the same on the task page).
+        # The run's one line, logged once under its task run: the task's page shows it (the
+        # reason for a stopped run) and the flow's Logs tab shows it once, with the counter.
         say(
             f"  {counter} {record.phase} {record.variant} seed {record.seed}: "
-            f"{record.status} ({outcome(record)})"
+            f"{record.status} ({outcome(record)})",
+            about={"task_run_id": future.task_run_id},
         )
     return records
 

@@ -37,31 +37,38 @@ def test_progress_lines_reach_the_run_logs_and_the_terminal_once(
     from prefect import flow, task
     from prefect.runtime import flow_run
 
-    from ablations.progress import PROGRESS_LOG, say
+    from ablations.progress import say
     from flows.run_log import run_logger
 
     @task(name="one-run")
     def one_run() -> None:
-        PROGRESS_LOG.info("run r1: Stopped: quality at step 20")  # as tasks/runs.py does
+        pass
 
     @flow(name="logs-probe")
-    def probe() -> str:
+    def probe() -> tuple[str, UUID]:
         run_logger()
         say("pilot: 2 runs")
-        one_run()
-        return str(flow_run.get_id())
+        future = one_run.submit()
+        future.wait()
+        # as flows/campaign.py logs a finished run: once, under its task run
+        say(
+            "[1/2] main r1: stopped (quality at step 20)", about={"task_run_id": future.task_run_id}
+        )
+        return str(flow_run.get_id()), future.task_run_id
 
-    flow_run_id = UUID(probe())
+    run_id, task_run_id = probe()
+    flow_run_id = UUID(run_id)
     say("outside any run")  # no run context: the terminal only, and no warning
     logs = _logs(flow_run_id, expected=2)
     by_message = {log.message: log for log in logs}
     assert "pilot: 2 runs" in by_message
     assert by_message["pilot: 2 runs"].task_run_id is None  # the flow run's own log
-    assert by_message["run r1: Stopped: quality at step 20"].task_run_id is not None
+    run_lines = [log for log in logs if "r1" in log.message]
+    assert len(run_lines) == 1 and run_lines[0].task_run_id == task_run_id  # on the task page
     assert not any("outside" in log.message for log in logs)
     out, err = capfd.readouterr()
     assert out.count("pilot: 2 runs") == 1 and "pilot: 2 runs" not in err
-    assert "Stopped: quality" not in out + err  # the task's line is for the UI only
+    assert out.count("r1: stopped") == 1
     assert "attempted to send logs" not in err
 
 
