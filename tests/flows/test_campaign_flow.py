@@ -94,6 +94,22 @@ def test_ui_gate_applies_the_answer_given_through_the_client(
     assert "settled" in gate["reason"]
     trimmed = {r["variant"] for r in manifest["runs"] if r["status"] == "trimmed"}
     assert trimmed == {"width=8"}
+    # What the UI shows: the dropped runs by name, every main run with the trimmed ones, and
+    # a live view whose counts add up after the trim.
+    from prefect.artifacts import Artifact
+
+    gate_artifact = Artifact.get("gate-decision")
+    assert gate_artifact is not None and "Dropped 2 runs:" in str(gate_artifact.data)
+    assert "- width=8: seeds 0, 1 (every seed)" in str(gate_artifact.data)
+    final = Artifact.get("final-runs")
+    assert final is not None
+    rows = json.loads(str(final.data))
+    assert len(rows) == 6 and [r["status"] for r in rows].count("trimmed") == 2
+    assert {r["reason"] for r in rows if r["status"] == "trimmed"} == {"trimmed at the gate"}
+    progress = Artifact.get("campaign-progress")
+    assert progress is not None and float(str(progress.data)) == 100.0
+    assert "| Runs done | 6 |" in str(progress.description)
+    assert "| Not run (trimmed, or not needed by a look) | 2 |" in str(progress.description)
 
 
 def test_ui_gate_timeout_falls_back_to_the_policy(
