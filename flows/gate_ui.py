@@ -136,10 +136,14 @@ def dropped_markdown(drop: list[str], main: list[PlannedRun]) -> str:
 def decision_markdown(decision: GateDecision, main: list[PlannedRun]) -> str:
     """The recorded gate decision, for its artifact: the runs dropped, by name, and the
     projection of the runs that remain (`... after trim`; `projected hours` was before it)."""
+    numbers = decision.numbers
+    if decision.drop:  # say which figures were before the trim and which after
+        before = {"projected_hours", "worst_case_hours"}
+        numbers = {f"{k}_before_trim" if k in before else k: v for k, v in numbers.items()}
     return (
         f"## Gate decision: **{decision.decision}** ({decision.source})\n\n"
         f"{decision.reason}\n\n{dropped_markdown(decision.drop, main)}\n\n"
-        f"{numbers_table(decision.numbers)}\n{sizing_markdown(decision)}"
+        f"{numbers_table(numbers)}\n{sizing_markdown(decision)}"
     )
 
 

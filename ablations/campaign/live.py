@@ -84,7 +84,7 @@ class LiveView(BaseModel):
         if self.spent_usd is not None and self.package_usd is not None:
             spent = f"${self.spent_usd:,.2f} of ${self.package_usd:,.2f}"
         rows = [
-            "| | |",
+            "| quantity | now |",
             "|---|---|",
             f"| Runs done | {self.done} |",
             f"| Running | {self.running} |",

@@ -225,3 +225,22 @@ def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
     assert "Variants: control, width=8." in properties["drop"]["description"]
     unknown = seen["unknown"]
     assert unknown.status.value == "REJECT" and "width=16" in unknown.details.reason
+
+
+def test_the_gate_decision_names_the_dropped_runs_and_the_figures_after_the_trim() -> None:
+    from flows.gate_ui import decision_markdown
+
+    main = _main_runs()
+    dropped = [r.run_id for r in main if r.variant == "width=8"]
+    decision = GateDecision(
+        decision="trim",
+        reason="answered in the UI: trim",
+        drop=dropped,
+        numbers={"projected_hours": 2.0, "projected_hours_after_trim": 1.0},
+    )
+    text = decision_markdown(decision, main)
+    assert "Dropped 2 runs:" in text and "- width=8: seeds 0, 1 (every seed): " in text
+    assert all(f"`{run_id}`" in text for run_id in dropped)
+    assert "| projected hours before trim | 2 |" in text
+    assert "| projected hours after trim | 1 |" in text
+    assert "Dropped: no runs." in decision_markdown(decision.model_copy(update={"drop": []}), main)
