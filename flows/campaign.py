@@ -86,6 +86,8 @@ def _run_phase(
         say(
             f"  {counter} {record.phase} {record.variant} seed {record.seed}: "
             f"{record.status} ({outcome(record)})",
+            # a finding to look at (stopped, rejected, failed) stands out in the Logs tab
+            level=logging.INFO if record.status == "accepted" else logging.WARNING,
             about={"task_run_id": future.task_run_id},
         )
     return records
