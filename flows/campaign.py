@@ -103,6 +103,7 @@ def _main_phase(
 ) -> list[RunRecord]:
     """Look by look: run the look's seeds for the open variants, then decide each of them."""
     records: list[RunRecord] = []
+    unneeded = 0  # main runs no look started (trimmed ones were dropped at the gate)
     looks = len(plan.look_sizes)
     for look in range(looks):
         runs = runs_for_look(folder, look)
@@ -116,8 +117,8 @@ def _main_phase(
         if not decided.still_open:
             break
         closed = {j.variant for j in decided.judgements} - set(decided.still_open)
-        live.drop([r.run_id for r in main if r.variant in closed])
-    unneeded = live.drop([r.run_id for r in main])  # whatever no look started
+        unneeded += live.drop([r.run_id for r in main if r.variant in closed])
+    unneeded += live.drop([r.run_id for r in main])  # whatever no look started
     if unneeded:
         say(f"main: {unneeded} registered runs were not needed (their variants were decided)")
     return records
