@@ -19,7 +19,7 @@ from ablations.campaign.lock import hold_folder
 from ablations.campaign.state import existing_registration
 from ablations.cli.arguments import positive_seconds
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
-from ablations.errors import PlanError, Problem
+from ablations.errors import InputError, PlanError, Problem
 from ablations.outputs.manifest import Manifest
 from ablations.plan.io import load_plan, workload_module_problem
 from ablations.plan.model import Plan
@@ -202,8 +202,15 @@ def notify_command(args: argparse.Namespace) -> int:
     from flows.environment import quiet_prefect
 
     quiet_prefect()
+    from prefect.settings import PREFECT_API_URL
+
     from flows.notify import block_id, create_notifications, webhook_block
 
+    if not PREFECT_API_URL.value():  # a temporary server would forget them when it stops
+        raise InputError(
+            "ablate notify needs the Prefect server your campaigns run on: set PREFECT_API_URL, "
+            "e.g. export PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
     block = webhook_block(args.webhook) if args.webhook else block_id(args.block)
     for name in create_notifications(block, args.flow):
         print(f"automation {name!r}: created")

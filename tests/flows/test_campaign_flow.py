@@ -92,6 +92,9 @@ def test_ui_gate_applies_the_answer_given_through_the_client(
     gate = manifest["gate"]
     assert gate["decision"] == "trim" and gate["source"] == "ui"
     assert "settled" in gate["reason"]
+    # the person's drops are re-sized: fewer runs than the policy's recommendation projected
+    numbers = gate["numbers"]
+    assert numbers["projected_hours_after_trim"] < numbers["recommended_projected_hours_after_trim"]
     trimmed = {r["variant"] for r in manifest["runs"] if r["status"] == "trimmed"}
     assert trimmed == {"width=8"}
     # What the UI shows: the dropped runs by name, every main run with the trimmed ones, and
