@@ -92,9 +92,9 @@ def test_ui_gate_applies_the_answer_given_through_the_client(
     gate = manifest["gate"]
     assert gate["decision"] == "trim" and gate["source"] == "ui"
     assert "settled" in gate["reason"]
-    # the person's drops are re-sized: fewer runs than the policy's recommendation projected
-    numbers = gate["numbers"]
-    assert numbers["projected_hours_after_trim"] < numbers["recommended_projected_hours_after_trim"]
+    # the person's drops are re-sized: the sizing shown is that of the variants kept
+    assert {v["variant"] for v in gate["sizing"]["variants"]} == {"keep_pixels=32"}
+    assert "recommended_projected_hours_after_trim" in gate["numbers"]
     trimmed = {r["variant"] for r in manifest["runs"] if r["status"] == "trimmed"}
     assert trimmed == {"width=8"}
     # What the UI shows: the dropped runs by name, every main run with the trimmed ones, and
@@ -154,6 +154,7 @@ def test_reframe_when_the_control_is_below_threshold(
         task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id={"any_": [flow_run.id]}))
         states = {t.name: t.state for t in task_runs if t.state is not None}
         assert states["control seed 0 (pilot)"].name == "Rejected"
+        assert states["control seed 0 (pilot)"].is_failed()  # red in the UI, not green
         assert "threshold" in (states["control seed 0 (pilot)"].message or "")
         for _ in range(40):  # logs arrive in background batches
             logs = client.read_logs(
@@ -165,4 +166,5 @@ def test_reframe_when_the_control_is_below_threshold(
     messages = [log.message for log in logs]
     assert any(m.startswith("campaign tiny") for m in messages)
     assert any(m.startswith("gate: reframe") for m in messages)
-    assert any(log.task_run_id is not None and "Rejected" in log.message for log in logs)
+    # the run's one line, under its task run (the task page shows it)
+    assert any(log.task_run_id is not None and ": rejected (" in log.message for log in logs)
