@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ablations.campaign.admission import plan_text_of as admitted_text
 from ablations.entries import require_allowed_entry
 from ablations.errors import InputError, short_repr
-from ablations.plan.io import parse_yaml, plan_text_of, read_plan_text
+from ablations.plan.io import parse_yaml
 from ablations.plan.model import parse_plan
 
 ROOTS_ENV = "ABLATE_SERVE_ROOTS"
@@ -75,14 +76,8 @@ def admitted_plan_text(plan_path: str, plan_yaml: str, out_dir: str) -> str:
         boundary.require_inside("out_dir", out_dir)
         if plan_path and not plan_yaml:
             boundary.require_inside("plan_path", plan_path)
-    if plan_yaml:
-        text = plan_text_of(plan_yaml, "plan_yaml")
-    elif plan_path:
-        text = read_plan_text(Path(plan_path))
-    else:
-        raise InputError("give plan_path or plan_yaml")
+    text, source = admitted_text(plan_yaml, plan_path)  # bounded; names a missing plan
     if boundary is not None:
-        source = "plan_yaml" if plan_yaml else plan_path
         plan = parse_plan(parse_yaml(text, source), source)
         require_allowed_entry(plan.workload.entry, boundary.entries)
     return text

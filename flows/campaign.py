@@ -6,22 +6,22 @@ step is recognized as done on restart from the output folder.
 
 # No `from __future__ import annotations` here: Prefect builds the deployment's parameter
 # model from the flow's signature at run time, and string annotations break that.
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Literal, cast
 
 from prefect import Flow, flow
-from prefect.artifacts import (
-    create_markdown_artifact,
-    create_progress_artifact,
-    create_table_artifact,
-    update_progress_artifact,
-)
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.futures import as_completed
+from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from ablations.campaign.admission import admit, one_line
 from ablations.campaign.executor import Executor
+from ablations.campaign.folder import REPORT, CampaignFolder
+from ablations.campaign.live import LiveCampaign
 from ablations.campaign.lock import hold_folder
 from ablations.campaign.scheduling import longest_first
 from ablations.campaign.state import (
@@ -31,17 +31,27 @@ from ablations.campaign.state import (
     remove_leftover_temporaries,
 )
 from ablations.campaign.steps import gate_decided
+from ablations.errors import InputError
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
-from ablations.progress import look_lines, look_markdown, outcome, record_rows, say
+from ablations.progress import (
+    decision_sentence,
+    final_rows,
+    look_lines,
+    look_markdown,
+    outcome,
+    record_rows,
+    say,
+)
 from ablations.records import RunRecord
 from ablations.slots.local import LocalSlots, local_slots_for, warmup_for
 from flows.boundary import admitted_plan_text
 from flows.gate_ui import ask_in_ui, decision_markdown
+from flows.live import LiveArtifacts
 from flows.pool import PoolExecutor
 from flows.run_log import run_logger
 from flows.run_names import campaign_run_name
-from tasks.gate import recommend_gate, record_gate
+from tasks.gate import recommend_gate, record_gate, resize_after_answer
 from tasks.looks import judge_look, runs_for_look
 from tasks.preflight import run_preflight
 from tasks.register import project_campaign, register_campaign
@@ -53,32 +63,34 @@ def _run_phase(
     out_dir: str,
     executor: Executor,
     runs: list[PlannedRun],
-    progress_id: object,
-    done: list[int],
-    total: int,
+    live: LiveArtifacts,
     measured: list[RunRecord] | None = None,
 ) -> list[RunRecord]:
     ordered = longest_first(runs, measured or [])
     futures = [
         execute_run.submit(out_dir, r.run_id, r.variant, r.seed, r.phase, executor) for r in ordered
     ]
+    live.start([r.run_id for r in ordered])
     records = []
     for future in as_completed(futures):
-        # A failed run's task state is Failed; its record is still the result, read as data.
-        # Anything else (a full disk, a lost store) is the task's exception: raise it.
+        # A stopped, rejected or failed run's task state is not Completed; its record is still
+        # the result, read as data. Anything else (a full disk, a lost store) is the task's
+        # exception: raise it.
         result = future.result(raise_on_failure=False)
         if isinstance(result, BaseException):
             raise result
         record = cast(RunRecord, result)
         records.append(record)
-        done[0] += 1
-        detail = outcome(record)
+        counter = live.finish(record)
+        # The run's one line, logged once under its task run: the task's page shows it (the
+        # reason for a stopped run) and the flow's Logs tab shows it once, with the counter.
         say(
-            f"  [{done[0]}/{total}] {record.phase} {record.variant} seed {record.seed}: "
-            f"{record.status} ({detail})"
+            f"  {counter} {record.phase} {record.variant} seed {record.seed}: "
+            f"{record.status} ({outcome(record)})",
+            # a finding to look at (stopped, rejected, failed) stands out in the Logs tab
+            level=logging.INFO if record.status == "accepted" else logging.WARNING,
+            about={"task_run_id": future.task_run_id},
         )
-        if progress_id is not None:
-            update_progress_artifact(progress_id, 100 * done[0] / total)  # type: ignore[arg-type]
     return records
 
 
@@ -86,27 +98,29 @@ def _main_phase(
     plan: Plan,
     folder: str,
     executor: Executor,
-    progress: object,
-    done: list[int],
-    total: int,
+    live: LiveArtifacts,
+    main: list[PlannedRun],
     measured: list[RunRecord],
 ) -> list[RunRecord]:
     """Look by look: run the look's seeds for the open variants, then decide each of them."""
     records: list[RunRecord] = []
+    unneeded = 0  # main runs no look started (trimmed ones were dropped at the gate)
     looks = len(plan.look_sizes)
     for look in range(looks):
         runs = runs_for_look(folder, look)
         if not runs:
             break
-        records += _run_phase(folder, executor, runs, progress, done, total, measured + records)
+        records += _run_phase(folder, executor, runs, live, measured + records)
         decided = judge_look(folder, look, len(executor.slots))
         for line in look_lines(decided, plan.metric.name):
             say(line)
         create_markdown_artifact(key=f"look-{look + 1}", markdown=look_markdown(decided))
         if not decided.still_open:
             break
-    unneeded = total - done[0]
-    if unneeded > 0:
+        closed = {j.variant for j in decided.judgements} - set(decided.still_open)
+        unneeded += live.drop([r.run_id for r in main if r.variant in closed])
+    unneeded += live.drop([r.run_id for r in main])  # whatever no look started
+    if unneeded:
         say(f"main: {unneeded} registered runs were not needed (their variants were decided)")
     return records
 
@@ -133,9 +147,12 @@ def _campaign(
     pool: str,
     heartbeat_timeout_s: float,
     opened: Executor | None,
-) -> str:
+) -> State:
     """The campaign flow's body, run while the flow holds the output folder's lock;
     `plan_yaml` is the admitted plan text (`flows.boundary.admitted_plan_text`)."""
+    # Everything a person can get wrong in the form is checked here, in the flow itself: in a
+    # task it would end in Prefect's traceback instead of one line.
+    admit(plan_yaml, plan_path or "plan_yaml", Path(out_dir))
     registration = register_campaign(plan_yaml, out_dir, plan_path or "inline plan")
     folder = registration.out_dir
     # Only now, in a folder registered to this campaign: an interrupted run's, never trusted.
@@ -151,29 +168,27 @@ def _campaign(
 
 def _phases(
     plan: Plan, folder: str, gate: Literal["plan", "auto", "ui"], executor: Executor
-) -> str:
+) -> State:
     """preflight -> pilot -> gate -> main -> results, on the campaign's executor."""
     slots = executor.slots
-    project_campaign(folder, len(slots))
+    projection = project_campaign(folder, len(slots))
     pilot, main = phase_runs(Path(folder), "pilot"), phase_runs(Path(folder), "main")
-    total = len(pilot) + len(main)
     registration = registration_of(Path(folder))
     say(
         f"campaign {registration.campaign_id} (plan {registration.plan_hash[:12]}): "
         f"{len(pilot)} pilot + {len(main)} main runs on {len(slots)} slot(s) "
         f"[{', '.join(s.name for s in slots)}]"
     )
-    progress = create_progress_artifact(
-        progress=0.0, key="campaign-progress", description="Runs finished"
+    live = LiveArtifacts(
+        LiveCampaign.for_plan(plan, pilot + main, projection, registration.registered_at)
     )
-    done = [0]
     say("preflight: data check and restart check")
     preflight = run_preflight(folder, executor)
     say(f"preflight: {'passed' if preflight.passed else 'FAILED'}")
     pilot_records: list[RunRecord] = []
     if preflight.passed:
         say("pilot")
-        pilot_records = _run_phase(folder, executor, pilot, progress, done, total)
+        pilot_records = _run_phase(folder, executor, pilot, live)
         create_table_artifact(
             key="pilot-runs",
             table=record_rows(pilot_records, plan.metric.name),
@@ -186,33 +201,35 @@ def _phases(
     # a defect to fix is not a question for a person: nothing runs until it is fixed
     if mode == "ui" and not asked_before and recommendation.decision != "fix":
         decision = ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
+        decision = resize_after_answer(folder, decision, len(slots))
     decision = record_gate(folder, decision)
     say(f"gate: {decision.decision} ({decision.source}): {decision.reason}")
-    create_markdown_artifact(
-        key="gate-decision",
-        markdown=decision_markdown(decision),
-    )
+    create_markdown_artifact(key="gate-decision", markdown=decision_markdown(decision, main))
     if decision.decision in ("continue", "trim"):
-        remaining = [r for r in main if r.run_id not in set(decision.drop)]
+        live.drop(decision.drop)
         looks = len(plan.look_sizes)
         say(
-            f"main: up to {len(remaining)} runs ({len(decision.drop)} trimmed) in "
-            f"{looks} look{'s' if looks > 1 else ''} at {list(plan.look_sizes)} seeds"
+            f"main: up to {len(main) - len(decision.drop)} runs ({len(decision.drop)} trimmed) "
+            f"in {looks} look{'s' if looks > 1 else ''} at {list(plan.look_sizes)} seeds"
         )
-        done[0] += len(decision.drop)
-        main_records = _main_phase(plan, folder, executor, progress, done, total, pilot_records)
-        create_table_artifact(
-            key="final-runs",
-            table=record_rows(main_records, plan.metric.name),
-            description="Main-phase runs",
-        )
-    manifest = write_results(folder, executor)  # while the executor's slots are open
-    update_progress_artifact(progress, 100.0)  # type: ignore[arg-type]
-    say(f"results: {manifest}")
-    return manifest
+        _main_phase(plan, folder, executor, live, main, pilot_records)
+    else:
+        live.drop(r.run_id for r in main)
+    manifest_path = write_results(folder, executor)  # while the executor's slots are open
+    manifest = CampaignFolder(Path(folder)).manifest()
+    create_table_artifact(
+        key="final-runs",
+        table=final_rows(manifest, plan.metric.name),
+        description="Main-phase runs, trimmed and unneeded ones included",
+    )
+    decided = decision_sentence(manifest)
+    say(f"decision: {decided} (report: {Path(folder) / REPORT})")
+    # The sentence is also the flow run's state message: the run page shows it, and the
+    # "campaign finished" automation (`ablate notify`) sends it.
+    return Completed(message=decided, data=manifest_path)
 
 
-def campaign_flow(opened: Executor | None = None) -> Flow[..., str]:
+def campaign_flow(opened: Executor | None = None) -> Flow[..., State]:
     """The campaign flow. With `opened`, its runs go to that executor (`ablate run` opens its
     slots before Prefect's server is up, so their imports overlap the server's start);
     without, the flow opens its own from its parameters (a flow run from the UI)."""
@@ -232,17 +249,18 @@ def campaign_flow(opened: Executor | None = None) -> Flow[..., str]:
         devices: str = "",
         pool: str = "",
         heartbeat_timeout_s: float = 120.0,
-    ) -> str:
+    ) -> State:
         """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
 
         Relative paths resolve against the working directory of the process that runs the flow:
         for the deployment, the `ablate serve` process, not the machine of your browser.
 
         Args:
-            plan_path: The plan's YAML file on the machine that runs the flow, e.g.
-                /data/plans/digits.yaml (a relative path resolves against the serving process's
-                working directory). Leave empty when the plan is pasted into plan_yaml.
-            plan_yaml: The plan itself, pasted as YAML; used instead of plan_path when given.
+            plan_path: Required unless plan_yaml is given. The plan's YAML file on the machine
+                that runs the flow, e.g. /data/plans/digits.yaml (a relative path resolves
+                against the serving process's working directory).
+            plan_yaml: Required unless plan_path is given. The plan itself, pasted as YAML;
+                used instead of plan_path when given.
             out_dir: The output folder (relative paths: against the serving process's working
                 directory). Running again with the same plan and folder resumes the campaign.
             gate: Who decides after the pilot: plan (the plan's gate.mode), auto (the registered
@@ -252,19 +270,28 @@ def campaign_flow(opened: Executor | None = None) -> Flow[..., str]:
                 cuda:0,cuda:1. Empty: the plan's. With a pool: the pool's devices in all (auto:
                 its online workers).
             pool: A Prefect process work pool whose workers run each run (deployment
-                variant/<pool>). Empty: the runs use this machine's devices.
+                `variant/<pool>`). Empty: the runs use this machine's devices.
             heartbeat_timeout_s: With a pool: seconds without a run's heartbeat before its host
                 is presumed lost and the run is submitted again.
         """
         run_logger()  # progress lines also go to this run's logs in the UI
-        # One writer per folder, also for a flow run launched from a deployment (`ablate run`
-        # already holds it in this process: then this is a no-op).
-        # Served: the paths inside the roots and the entry allowed, before anything is touched.
-        text = admitted_plan_text(plan_path, plan_yaml, out_dir)
-        with hold_folder(Path(out_dir)):
-            return _campaign(
-                plan_path, text, out_dir, gate, devices, pool, heartbeat_timeout_s, opened
-            )
+        try:
+            # Served: the paths inside the roots and the entry allowed, before anything is
+            # touched; the text bounded whether pasted or read.
+            text = admitted_plan_text(plan_path, plan_yaml, out_dir)
+            # One writer per folder, also for a flow run launched from a deployment (`ablate
+            # run` already holds it in this process: then this is a no-op).
+            with hold_folder(Path(out_dir)):
+                return _campaign(
+                    plan_path, text, out_dir, gate, devices, pool, heartbeat_timeout_s, opened
+                )
+        except InputError as error:
+            # Bad input is the person's to fix, not a crash: one line as the state message and
+            # one log line, no traceback. The error rides along as the state's data, so
+            # `ablate run` (which calls this flow) still raises it and exits 2.
+            line = one_line(error)
+            say(f"error: {line}", level=logging.ERROR)
+            return Failed(message=line, data=error)
 
     return ablation_campaign
 

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REFRAME_DRAFT, REPORT, CampaignFolder
@@ -21,7 +21,7 @@ from ablations.campaign.lock import hold_folder
 from ablations.campaign.state import existing_registration
 from ablations.cli.arguments import module_name, positive_seconds
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
-from ablations.errors import CampaignInterrupted, PlanError, Problem
+from ablations.errors import CampaignInterrupted, InputError, PlanError, Problem
 from ablations.outputs.manifest import Manifest
 from ablations.plan.io import load_plan, workload_module_problem
 from ablations.plan.model import Plan
@@ -82,6 +82,29 @@ def add_parsers(sub: Any) -> None:
         metavar="MODULE",
         help="a workload module (or package) plans may name besides the built-in ones "
         "(repeatable), e.g. mypkg.train",
+    )
+    p = sub.add_parser(
+        "notify",
+        help="create Prefect automations that notify you: a campaign failed, a UI gate waits, "
+        "a campaign finished (with its decision)",
+    )
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--block",
+        metavar="TYPE/NAME",
+        help="a saved Prefect notification block, e.g. slack-webhook/my-team or "
+        "email/me (Blocks in the UI)",
+    )
+    where.add_argument(
+        "--webhook",
+        metavar="URL",
+        help="POST {subject, body} as JSON to URL (saved as the custom-webhook/ablate-webhook "
+        "block)",
+    )
+    p.add_argument(
+        "--flow",
+        default="ablation-campaign",
+        help="the flow whose runs notify (default: %(default)s)",
     )
 
 
@@ -202,6 +225,9 @@ def _run_campaign(
         task_runner=ThreadPoolTaskRunner(max_workers=len(executor.slots))  # type: ignore[arg-type]
     )
     with campaign_api(server):
+        # The flow returns a state: its data (the manifest's path) when it completed; the
+        # error it carries (exit 2 for bad input) is raised otherwise. It runs off the main
+        # thread, so SIGTERM reaches ablate's handler, not Prefect's.
         manifest_path = _off_the_main_thread(
             lambda: campaign(
                 plan_path=str(args.plan),
@@ -212,14 +238,14 @@ def _run_campaign(
                 heartbeat_timeout_s=args.heartbeat_timeout,
             )
         )
-    manifest = CampaignFolder(Path(manifest_path).parent).manifest()
+    manifest = CampaignFolder(Path(cast(str, manifest_path)).parent).manifest()
     _print_outcome(manifest, out_dir)
     # A defect of the workload or data stopped the campaign before its pilot: not a success.
     fixing = manifest.gate is not None and manifest.gate.decision == "fix"
     return EXIT_INTERNAL if fixing else EXIT_OK
 
 
-def _off_the_main_thread(call: Callable[[], str]) -> str:
+def _off_the_main_thread(call: Callable[[], object]) -> str:
     """Run the flow in a thread while the main thread waits, free to handle a SIGTERM at once.
     In the main thread Prefect would install its own handler, which ends the flow only once
     its running tasks return: the runs would train to their end before being told to save."""
@@ -262,12 +288,36 @@ def _print_outcome(manifest: Manifest, out_dir: Path) -> None:
         )
 
 
+@command("notify")
+def notify_command(args: argparse.Namespace) -> int:
+    from flows.environment import quiet_prefect
+
+    quiet_prefect()
+    from prefect.settings import PREFECT_API_URL
+
+    from flows.notify import block_id, create_notifications, webhook_block
+
+    if not PREFECT_API_URL.value():  # a temporary server would forget them when it stops
+        raise InputError(
+            "ablate notify needs the Prefect server your campaigns run on: set PREFECT_API_URL, "
+            "e.g. export PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
+    block = webhook_block(args.webhook) if args.webhook else block_id(args.block)
+    for name in create_notifications(block, args.flow):
+        print(f"automation {name!r}: created")
+    return EXIT_OK
+
+
 @command("serve")
 def serve_command(args: argparse.Namespace) -> int:
     from flows.environment import quiet_prefect
 
     quiet_prefect()
     from flows.boundary import Boundary
+
+    # A run launched from the UI keeps Prefect's random name until this process picks it up
+    # and names it after its campaign: poll every 2 s instead of 10.
+    os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
     from flows.serve import serve_campaign
 
     serve_campaign(args.name, Boundary.of(args.root or [Path.cwd()], args.allow_entry))

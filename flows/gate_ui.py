@@ -8,6 +8,7 @@ so the run stays paused and the UI shows the reason.
 # No `from __future__ import annotations`: pydantic builds the form's model from these
 # annotations when the recommendation fills in its defaults.
 from typing import Any, Literal
+from uuid import UUID
 
 from prefect import pause_flow_run
 from prefect.artifacts import create_markdown_artifact
@@ -25,9 +26,8 @@ DECISION_HELP = (
     "draft a revised plan."
 )
 DROP_HELP = (
-    "Only with trim: main-phase run ids (e.g. width=8-s0-1a2b3c4d5e) or variant names "
-    "(e.g. width=8, every seed of it) to drop. Nothing can be added. Must be empty with "
-    "continue: choose trim to drop runs."
+    "Only with trim: main-phase run ids or variant names (a variant drops every seed of it) "
+    "to drop. Nothing can be added. Must be empty with continue: choose trim to drop runs."
 )
 NOTE_HELP = "Why, for the record (written to gate.json and the report)."
 
@@ -48,13 +48,41 @@ class GateAnswer(RunInput):
     note: str = Field(default="", description=NOTE_HELP)
 
 
-def gate_form(recommendation: GateDecision) -> type[GateAnswer]:
+def droppable(main: list[PlannedRun]) -> list[str]:
+    """What the form may drop: every main-phase variant (the control too), then every run id."""
+    variants = list(dict.fromkeys(r.variant for r in main))
+    return variants + [r.run_id for r in main]
+
+
+def drop_help(main: list[PlannedRun]) -> str:
+    """The drop field's help, naming this plan's variants and one of its run ids."""
+    variants = list(dict.fromkeys(r.variant for r in main))
+    if not main:
+        return DROP_HELP + " This campaign has no main-phase runs."
+    return (
+        f"{DROP_HELP} Variants: {', '.join(variants)}. Run ids: <variant>-s<seed>-<hash>, "
+        f"e.g. {main[-1].run_id}."
+    ).replace("<", "\\<")  # the UI renders markdown: keep the placeholders visible
+
+
+def gate_form(recommendation: GateDecision, main: list[PlannedRun]) -> type[GateAnswer]:
     """The Resume form, filled in with the recommendation and described by it.
 
-    (`RunInput.with_initial_data` would drop the fields' descriptions, so the defaults are set
-    here with them.)"""
+    The drop field's items are an enum of this plan's main-phase variants and run ids: the
+    server validates the answer against the schema, so an unknown name is refused beside the
+    field and the run stays paused. (`RunInput.with_initial_data` would drop the fields'
+    descriptions, so the defaults are set here with them.)"""
+    names = droppable(main)
+    item: Any = Literal[tuple(names)] if names else str
     fields: dict[str, Any] = {
-        "drop": (list[str], Field(default=list(recommendation.drop), description=DROP_HELP))
+        "drop": (
+            list[item],
+            Field(
+                default=list(recommendation.drop),
+                description=drop_help(main),
+                examples=[names[:1]] if names else None,
+            ),
+        )
     }
     if recommendation.decision != "fix":  # not a choice of the form: leave it unanswered
         fields["decision"] = (
@@ -88,12 +116,34 @@ def recommendation_markdown(recommendation: GateDecision) -> str:
     )
 
 
-def decision_markdown(decision: GateDecision) -> str:
-    """The recorded gate decision, for its artifact."""
+def dropped_markdown(drop: list[str], main: list[PlannedRun]) -> str:
+    """The dropped runs by variant: `width=8: seeds 0, 1, 2 (every seed)` and their ids."""
+    if not drop:
+        return "Dropped: no runs."
+    dropped = set(drop)
+    lines = [f"Dropped {len(drop)} run{'s' if len(drop) != 1 else ''}:", ""]
+    for variant in dict.fromkeys(r.variant for r in main):
+        runs = [r for r in main if r.variant == variant]
+        gone = [r for r in runs if r.run_id in dropped]
+        if gone:
+            every = " (every seed)" if len(gone) == len(runs) else f" of {len(runs)} seeds"
+            seeds = ", ".join(str(r.seed) for r in gone)
+            ids = ", ".join(f"`{r.run_id}`" for r in gone)
+            lines.append(f"- {variant}: seeds {seeds}{every}: {ids}")
+    return "\n".join(lines)
+
+
+def decision_markdown(decision: GateDecision, main: list[PlannedRun]) -> str:
+    """The recorded gate decision, for its artifact: the runs dropped, by name, and the
+    projection of the runs that remain (`... after trim`; `projected hours` was before it)."""
+    numbers = decision.numbers
+    if decision.drop:  # say which figures were before the trim and which after
+        before = {"projected_hours", "worst_case_hours"}
+        numbers = {f"{k}_before_trim" if k in before else k: v for k, v in numbers.items()}
     return (
         f"## Gate decision: **{decision.decision}** ({decision.source})\n\n"
-        f"{decision.reason}\n\nDropped: {len(decision.drop)} runs\n\n"
-        f"{numbers_table(decision.numbers)}\n{sizing_markdown(decision)}"
+        f"{decision.reason}\n\n{dropped_markdown(decision.drop, main)}\n\n"
+        f"{numbers_table(numbers)}\n{sizing_markdown(decision)}"
     )
 
 
@@ -102,6 +152,21 @@ def sizing_markdown(decision: GateDecision) -> str:
     if decision.sizing is None:
         return ""
     return "\n" + "\n".join(f"    {line}" for line in decision.sizing.lines()) + "\n"
+
+
+def _running_again(message: str) -> None:
+    """Put this flow run back to Running after its pause timed out.
+
+    The server keeps a timed-out run Paused and refuses its later transitions ("The flow was
+    completed and never resumed" turns the campaign's Completed into Failed), although the
+    flow goes on by design with the policy's decision: so the flow says it is running again,
+    forced past that rule."""
+    from prefect.client.orchestration import get_client
+    from prefect.runtime import flow_run
+    from prefect.states import Running
+
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(UUID(flow_run.get_id()), Running(message=message), force=True)
 
 
 def ask_in_ui(recommendation: GateDecision, main: list[PlannedRun], timeout_s: int) -> GateDecision:
@@ -118,9 +183,10 @@ def ask_in_ui(recommendation: GateDecision, main: list[PlannedRun], timeout_s: i
     )
     try:
         answer = pause_flow_run(
-            wait_for_input=gate_form(recommendation), timeout=timeout_s, poll_interval=2
+            wait_for_input=gate_form(recommendation, main), timeout=timeout_s, poll_interval=2
         )
     except FlowPauseTimeout:
+        _running_again(f"no answer in {timeout_s} s: the gate applies the policy")
         return recommendation.model_copy(
             update={
                 "source": "timeout",

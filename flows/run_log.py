@@ -13,6 +13,7 @@ import logging
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 
+from ablations.errors import InputError
 from ablations.progress import PROGRESS_LOG
 
 
@@ -25,8 +26,39 @@ class _RunLogHandler(APILogHandler):
         super().emit(record)
 
 
+class _FindingsAreNotErrors(logging.Filter):
+    """Prefect logs a task that ends in a non-Completed state at ERROR: for a stopped or
+    rejected run (a finding of the campaign) "Finished in state Stopped(...)", and for any
+    returned Failed-type state also "Task run failed with state: <repr>", the whole run record
+    included. The flow's progress line and the task's state message already say it: drop them.
+    A crashed run's "Finished in state Failed(...)" stays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith("Task run failed with state:") and "result=RunRecord(" in message:
+            return False
+        return not message.startswith(("Finished in state Stopped(", "Finished in state Rejected("))
+
+
+class _InputErrorSaidOnce(logging.Filter):
+    """A flow run ended by bad input returns a Failed state with the InputError as data; a
+    deployment's engine then raises it again and logs "Engine execution exited with unexpected
+    exception" with a traceback. The flow already logged its one line: drop that record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, InputError)
+
+
+_FINDINGS = _FindingsAreNotErrors()
+_INPUT_ERRORS = _InputErrorSaidOnce()
+
+
 def run_logger() -> logging.Logger:
-    """The `ablate.progress` logger, with records sent to the current Prefect run's logs."""
+    """The `ablate.progress` logger, with records sent to the current Prefect run's logs (and
+    Prefect's task logs rid of the error lines about stopped and rejected runs)."""
     if not any(isinstance(h, _RunLogHandler) for h in PROGRESS_LOG.handlers):
         PROGRESS_LOG.addHandler(_RunLogHandler())
+    logging.getLogger("prefect.task_runs").addFilter(_FINDINGS)  # a set: added once
+    logging.getLogger("prefect.flow_runs").addFilter(_INPUT_ERRORS)
     return PROGRESS_LOG

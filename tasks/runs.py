@@ -7,27 +7,31 @@ from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from prefect.states import Completed, Failed, State
+from prefect.states import Cancelled, Completed, Failed, State
 
 from ablations.campaign.executor import Executor
 from ablations.campaign.steps import execute_registered_run
-from ablations.progress import PROGRESS_LOG, outcome
+from ablations.progress import outcome
 from ablations.records import RunRecord
 
 
 def run_state(record: RunRecord) -> State:
     """The task state the UI shows for a run: `Stopped`, `Rejected`, `Failed` or `Completed`.
 
-    Stopped and rejected runs completed their work (a rule or the threshold decided), so their
-    type stays Completed; a failed run crashed, so its state is Failed. Every state carries the
-    record as data, and the reason (metrics to 4 significant figures) as its message."""
+    Only an accepted run is of the Completed type (green in the list, the counts and the run
+    graph). A stopped run is Cancelled-type (grey: a registered rule ended it early, nothing
+    crashed); a rejected run Failed-type (red: it finished but failed the acceptance check);
+    a failed run Failed. Every state carries the record as data, which the flow reads with
+    `raise_on_failure=False`, so a stopped run stays a finding of the campaign, not an error
+    of the flow; the reason (metrics to 4 significant figures) is the state message, which the
+    task page shows."""
     message = outcome(record)
     if record.status == "stopped":
-        return Completed(name="Stopped", message=message, data=record)
+        return Cancelled(name="Stopped", message=f"stopped: {message}", data=record)
     if record.status == "failed":
         return Failed(name="Failed", message=message or "failed", data=record)
     if record.status == "rejected":
-        return Completed(name="Rejected", message=message, data=record)
+        return Failed(name="Rejected", message=f"rejected: {message}", data=record)
     return Completed(message=f"{record.status}: {message}", data=record)
 
 
@@ -36,9 +40,7 @@ def run_state(record: RunRecord) -> State:
 def execute_run(
     out_dir: str, run_id: str, variant: str, seed: int, phase: str, executor: Executor
 ) -> State:
-    """Run (or, after a restart, recognize) one registered run; return its record."""
+    """Run (or, after a restart, recognize) one registered run; return its state (the record
+    as its data). The flow logs the run's one progress line; the reason is the state message."""
     record: RunRecord = execute_registered_run(Path(out_dir), run_id, executor)
-    state = run_state(record)
-    # Only to this task run's logs in the UI: the flow prints the terminal's line for it.
-    PROGRESS_LOG.info(f"{run_id}: {state.name}: {state.message}")
-    return state
+    return run_state(record)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from ablations.budget import Projection, project
+from ablations.budget import Projection, estimate_from_records, project
+from ablations.budget.sizing import size_main
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REFRAME_DRAFT, CampaignFolder
 from ablations.campaign.gate import GateDecision, auto_decision
@@ -119,6 +120,33 @@ def gate_decided(out_dir: Path) -> bool:
     """Whether the gate decision is already recorded (a restart never asks again; a `fix`
     is asked again once preflight passes)."""
     return _recorded_gate(out_dir) is not None
+
+
+def sized_after_answer(out_dir: Path, decision: GateDecision, slots: int) -> GateDecision:
+    """A person's answer with the main phase re-sized for the runs it keeps.
+
+    The recommendation's numbers were projected for the policy's own drops; after a person
+    dropped other runs (or none), the projection and sizing shown must be those of the runs
+    that will run. The recommendation's figures stay as they were, its `recommended_` ones."""
+    if decision.source != "ui" or decision.decision not in ("continue", "trim"):
+        return decision
+    plan = registered_plan(out_dir)
+    records = load_records(out_dir)
+    pilot = [records[r.run_id] for r in phase_runs(out_dir, "pilot") if r.run_id in records]
+    dropped = set(decision.drop)
+    kept = [r for r in phase_runs(out_dir, "main") if r.run_id not in dropped]
+    available = decision.numbers.get("available_hours")
+    if not isinstance(available, float | int):
+        return decision
+    estimate = estimate_from_records(pilot, plan)
+    sizing = size_main(plan, kept, estimate, slots, available_hours=float(available), pilot=pilot)
+    numbers = dict(decision.numbers)
+    for key in ("projected_hours_after_trim", "worst_case_hours_after_trim"):
+        if key in numbers:
+            numbers[f"recommended_{key}"] = numbers.pop(key)
+    numbers["projected_hours_after_trim"] = round(sizing.expected_hours, 4)
+    numbers["worst_case_hours_after_trim"] = round(sizing.worst_hours, 4)
+    return decision.model_copy(update={"numbers": numbers, "sizing": sizing})
 
 
 def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:

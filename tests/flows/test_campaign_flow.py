@@ -72,13 +72,13 @@ def test_ui_gate_applies_the_answer_given_through_the_client(
                     )
                 )
                 if paused:
+                    refused = client.resume_flow_run(
+                        paused[0].id, run_input={"decision": "trim", "drop": ["not-a-run"]}
+                    )
+                    assert refused.status.value == "REJECT"  # not a main run: refused
                     client.resume_flow_run(
                         paused[0].id,
-                        run_input={
-                            "decision": "trim",
-                            "drop": ["width=8", "not-a-run"],
-                            "note": "width is settled",
-                        },
+                        run_input={"decision": "trim", "drop": ["width=8"], "note": "settled"},
                     )
                     answered.append(str(paused[0].id))
                     return
@@ -91,9 +91,28 @@ def test_ui_gate_applies_the_answer_given_through_the_client(
     assert answered
     gate = manifest["gate"]
     assert gate["decision"] == "trim" and gate["source"] == "ui"
-    assert "not-a-run" in gate["reason"]  # unknown names are ignored, never added
+    assert "settled" in gate["reason"]
+    # the person's drops are re-sized: the sizing shown is that of the variants kept
+    assert {v["variant"] for v in gate["sizing"]["variants"]} == {"keep_pixels=32"}
+    assert "recommended_projected_hours_after_trim" in gate["numbers"]
     trimmed = {r["variant"] for r in manifest["runs"] if r["status"] == "trimmed"}
     assert trimmed == {"width=8"}
+    # What the UI shows: the dropped runs by name, every main run with the trimmed ones, and
+    # a live view whose counts add up after the trim.
+    from prefect.artifacts import Artifact
+
+    gate_artifact = Artifact.get("gate-decision")
+    assert gate_artifact is not None and "Dropped 2 runs:" in str(gate_artifact.data)
+    assert "- width=8: seeds 0, 1 (every seed)" in str(gate_artifact.data)
+    final = Artifact.get("final-runs")
+    assert final is not None
+    rows = json.loads(str(final.data))
+    assert len(rows) == 6 and [r["status"] for r in rows].count("trimmed") == 2
+    assert {r["reason"] for r in rows if r["status"] == "trimmed"} == {"trimmed at the gate"}
+    progress = Artifact.get("campaign-progress")
+    assert progress is not None and float(str(progress.data)) == 100.0
+    assert "| Runs done | 6 |" in str(progress.description)
+    assert "| Not run (trimmed, or not needed by a look) | 2 |" in str(progress.description)
 
 
 def test_ui_gate_timeout_falls_back_to_the_policy(
@@ -135,6 +154,7 @@ def test_reframe_when_the_control_is_below_threshold(
         task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id={"any_": [flow_run.id]}))
         states = {t.name: t.state for t in task_runs if t.state is not None}
         assert states["control seed 0 (pilot)"].name == "Rejected"
+        assert states["control seed 0 (pilot)"].is_failed()  # red in the UI, not green
         assert "threshold" in (states["control seed 0 (pilot)"].message or "")
         for _ in range(40):  # logs arrive in background batches
             logs = client.read_logs(
@@ -146,4 +166,5 @@ def test_reframe_when_the_control_is_below_threshold(
     messages = [log.message for log in logs]
     assert any(m.startswith("campaign tiny") for m in messages)
     assert any(m.startswith("gate: reframe") for m in messages)
-    assert any(log.task_run_id is not None and "Rejected" in log.message for log in logs)
+    # the run's one line, under its task run (the task page shows it)
+    assert any(log.task_run_id is not None and ": rejected (" in log.message for log in logs)

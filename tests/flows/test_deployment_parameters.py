@@ -59,11 +59,25 @@ def test_the_served_entrypoint_is_absolute_and_loads_from_anywhere(
     assert load_flow_from_entrypoint(entrypoint).name == "ablation-campaign"
 
 
-def test_flow_runs_are_named_after_the_campaign(tmp_path: Path) -> None:
-    from flows.run_names import campaign_id_of
+def test_flow_runs_are_named_after_the_campaign_or_say_the_input_is_invalid(
+    tmp_path: Path,
+) -> None:
+    from ablations.campaign.admission import run_name
+    from tests.flows.conftest import TINY_PLAN, plan_text
 
     plan = tmp_path / "plan.yaml"
-    plan.write_text("campaign: {id: digits-widths}\n")
-    assert campaign_id_of("", str(plan)) == "digits-widths"
-    assert campaign_id_of("campaign: {id: pasted}\n", str(plan)) == "pasted"
-    assert campaign_id_of("", str(tmp_path / "missing.yaml")) is None
+    plan.write_text(plan_text(TINY_PLAN))
+    assert run_name("", str(plan)) == "tiny"
+    assert run_name(plan_text(TINY_PLAN).replace("id: tiny", "id: pasted"), str(plan)) == "pasted"
+    assert run_name("campaign: {id: pasted}\n", "") == "invalid plan: pasted"
+    assert run_name("", str(tmp_path / "missing.yaml")) == "invalid: unreadable plan_path"
+    assert run_name("", "") == "invalid: no plan"
+
+
+def test_the_form_says_which_plan_field_is_required_and_keeps_its_placeholders() -> None:
+    from flows.serve import campaign_deployment
+
+    properties = campaign_deployment("ablate")._parameter_openapi_schema.model_dump()["properties"]
+    assert properties["plan_path"]["description"].startswith("Required unless plan_yaml")
+    assert properties["plan_yaml"]["description"].startswith("Required unless plan_path")
+    assert "`variant/<pool>`" in properties["pool"]["description"]  # a code span: shown as is

@@ -37,31 +37,38 @@ def test_progress_lines_reach_the_run_logs_and_the_terminal_once(
     from prefect import flow, task
     from prefect.runtime import flow_run
 
-    from ablations.progress import PROGRESS_LOG, say
+    from ablations.progress import say
     from flows.run_log import run_logger
 
     @task(name="one-run")
     def one_run() -> None:
-        PROGRESS_LOG.info("run r1: Stopped: quality at step 20")  # as tasks/runs.py does
+        pass
 
     @flow(name="logs-probe")
-    def probe() -> str:
+    def probe() -> tuple[str, UUID]:
         run_logger()
         say("pilot: 2 runs")
-        one_run()
-        return str(flow_run.get_id())
+        future = one_run.submit()
+        future.wait()
+        # as flows/campaign.py logs a finished run: once, under its task run
+        say(
+            "[1/2] main r1: stopped (quality at step 20)", about={"task_run_id": future.task_run_id}
+        )
+        return str(flow_run.get_id()), future.task_run_id
 
-    flow_run_id = UUID(probe())
+    run_id, task_run_id = probe()
+    flow_run_id = UUID(run_id)
     say("outside any run")  # no run context: the terminal only, and no warning
     logs = _logs(flow_run_id, expected=2)
     by_message = {log.message: log for log in logs}
     assert "pilot: 2 runs" in by_message
     assert by_message["pilot: 2 runs"].task_run_id is None  # the flow run's own log
-    assert by_message["run r1: Stopped: quality at step 20"].task_run_id is not None
+    run_lines = [log for log in logs if "r1" in log.message]
+    assert len(run_lines) == 1 and run_lines[0].task_run_id == task_run_id  # on the task page
     assert not any("outside" in log.message for log in logs)
     out, err = capfd.readouterr()
     assert out.count("pilot: 2 runs") == 1 and "pilot: 2 runs" not in err
-    assert "Stopped: quality" not in out + err  # the task's line is for the UI only
+    assert out.count("r1: stopped") == 1
     assert "attempted to send logs" not in err
 
 
@@ -82,11 +89,12 @@ def test_run_states_are_named_after_the_status_with_the_reason() -> None:
     from tasks.runs import run_state
 
     rejected = run_state(_record("rejected", metrics={"accuracy": 0.41234567}))
-    assert rejected.name == "Rejected" and rejected.is_completed()
+    assert rejected.name == "Rejected" and rejected.is_failed()  # red: not a success
     assert "accuracy=0.4123 " in rejected.message + " "
     stop = Stop(rule="non_finite_loss", message="loss is nan", step=7)
     stopped = run_state(_record("stopped", stop=stop))
     assert stopped.name == "Stopped" and "loss is nan" in (stopped.message or "")
+    assert stopped.is_cancelled()  # grey: a rule ended it early, nothing crashed
     failed = run_state(_record("failed", error=RunError(type="OSError", message="disk full")))
     assert failed.name == "Failed" and failed.is_failed()
     assert failed.message == "OSError: disk full"
@@ -184,6 +192,9 @@ def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
             )
             seen["refused"] = refused
             seen["state_after"] = client.read_flow_run(run.id).state
+            seen["unknown"] = client.resume_flow_run(
+                run.id, run_input={"decision": "trim", "drop": ["width=16"]}
+            )
             client.resume_flow_run(
                 run.id, run_input={"decision": "trim", "drop": ["width=8"], "note": "settled"}
             )
@@ -208,3 +219,28 @@ def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
     assert all(properties[name].get("description") for name in ("decision", "drop", "note"))
     assert properties["decision"]["default"] == "continue"
     assert "| projected hours | 0.1235 |" in seen["description"]
+    # the names that may be dropped: every main variant and run id, and nothing else
+    allowed = properties["drop"]["items"]["enum"]
+    assert allowed == ["control", "width=8", *[r.run_id for r in main]]
+    assert "Variants: control, width=8." in properties["drop"]["description"]
+    unknown = seen["unknown"]
+    assert unknown.status.value == "REJECT" and "width=16" in unknown.details.reason
+
+
+def test_the_gate_decision_names_the_dropped_runs_and_the_figures_after_the_trim() -> None:
+    from flows.gate_ui import decision_markdown
+
+    main = _main_runs()
+    dropped = [r.run_id for r in main if r.variant == "width=8"]
+    decision = GateDecision(
+        decision="trim",
+        reason="answered in the UI: trim",
+        drop=dropped,
+        numbers={"projected_hours": 2.0, "projected_hours_after_trim": 1.0},
+    )
+    text = decision_markdown(decision, main)
+    assert "Dropped 2 runs:" in text and "- width=8: seeds 0, 1 (every seed): " in text
+    assert all(f"`{run_id}`" in text for run_id in dropped)
+    assert "| projected hours before trim | 2 |" in text
+    assert "| projected hours after trim | 1 |" in text
+    assert "Dropped: no runs." in decision_markdown(decision.model_copy(update={"drop": []}), main)

@@ -1,0 +1,108 @@
+"""`ablate notify`: Prefect automations send a person what happened, through a notification
+block, from the real test server to a webhook receiver on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.flows.conftest import plan_text
+
+
+@pytest.fixture
+def receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A webhook receiver on 127.0.0.1: the JSON bodies it was sent, in order."""
+    received: list[dict[str, Any]] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            received.append(json.loads(self.rfile.read(length)))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Hook)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/hook", received
+    server.shutdown()
+
+
+def _wait_for(received: list[dict[str, Any]], text: str, seconds: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for message in received:
+            if text in message["body"]:
+                return message
+        time.sleep(0.25)
+    raise AssertionError(f"no notification with {text!r}; received {received}")
+
+
+@pytest.mark.slow
+def test_automations_notify_failure_gate_and_decision(
+    prefect_server: None,
+    tmp_path: Path,
+    tiny_plan: dict[str, Any],
+    receiver: tuple[str, list[dict[str, Any]]],
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+
+    from flows.campaign import ablation_campaign
+    from flows.notify import NOTICES, create_notifications, webhook_block
+
+    url, received = receiver
+    block = webhook_block(url)
+    assert create_notifications(block) == [n.name for n in NOTICES]
+    assert create_notifications(block) == [n.name for n in NOTICES]  # replaced, not doubled
+    with get_client(sync_client=True) as client:
+        assert all(len(client.read_automations_by_name(n.name)) == 1 for n in NOTICES)
+
+    # A campaign that fails: bad input from the form, its one line in the notification.
+    failed = ablation_campaign(out_dir=str(tmp_path / "bad"), return_state=True)
+    assert failed.is_failed()
+    notice = _wait_for(received, "no plan given")
+    assert notice["subject"] == "Campaign invalid: no plan: Failed"
+
+    # A campaign whose UI gate waits, answered once the notification came; then its decision.
+    tiny_plan["gate"] = {"mode": "ui", "timeout_minutes": 5}
+    tiny_plan["checkpoint"]["store"] = f"file://{tmp_path}/ckpt"
+
+    def answer_when_notified() -> None:
+        _wait_for(received, "waits for your decision", seconds=240)
+        with get_client(sync_client=True) as client:
+            (paused,) = client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(
+                    state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["PAUSED"]))
+                )
+            )
+            client.resume_flow_run(paused.id, run_input={"decision": "continue"})
+
+    thread = threading.Thread(target=answer_when_notified, daemon=True)
+    thread.start()
+    state = ablation_campaign(
+        plan_yaml=plan_text(tiny_plan), out_dir=str(tmp_path / "out"), return_state=True
+    )
+    thread.join(timeout=5)
+    assert state.is_completed() and state.message
+    waiting = _wait_for(received, "waits for your decision")
+    assert waiting["subject"] == "Campaign tiny waits for your gate decision"
+    finished = _wait_for(received, "finished:")
+    assert finished["subject"] == "Campaign tiny finished"
+    assert state.message in finished["body"]  # the decision sentence, as the run ended with
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["decision_reached"] == state.message
