@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import random
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -94,6 +95,14 @@ class AblateCallback:
         self._parts: list[torch.Tensor] = []
         """Losses of the micro-batches of the optimizer step in progress."""
 
+    def state_dict(self) -> dict[str, Any]:
+        """The random generators, saved in Lightning's checkpoint (Lightning keeps none): an
+        epoch after a resume draws its shuffle from where the saved run stood."""
+        return random_state()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        set_random_state(state)
+
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
@@ -150,6 +159,31 @@ class AblateCallback:
         values = torch.stack([loss for _, loss in self.pending]).tolist()  # one sync
         self.session.late_losses(zip([step for step, _ in self.pending], values, strict=True))
         self.pending = []
+
+
+def random_state() -> dict[str, Any]:
+    """torch's (CPU and every visible card's), Python's and numpy's generators, as tensors
+    and plain values (the checkpoint loads with `weights_only=True`)."""
+    import numpy as np
+
+    kind, keys, position, has_gauss, cached = np.random.get_state(legacy=True)
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "python": random.getstate(),
+        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, cached],
+    }
+
+
+def set_random_state(state: dict[str, Any]) -> None:
+    import numpy as np
+
+    torch.set_rng_state(state["torch"])
+    if state["cuda"]:
+        torch.cuda.set_rng_state_all(state["cuda"])
+    random.setstate(state["python"])
+    kind, keys, position, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), position, has_gauss, cached))
 
 
 def callback(session: Session, folder: Path, eval_every: int, sync_every: int) -> Any:
