@@ -167,6 +167,7 @@ def random_state() -> dict[str, Any]:
     import numpy as np
 
     kind, keys, position, has_gauss, cached = np.random.get_state(legacy=True)
+    assert not isinstance(keys, str)  # legacy=True: the tuple form
     return {
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
