@@ -6,13 +6,18 @@ from __future__ import annotations
 import collections
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ablations.byo import ExternalWorkload
+from ablations.byo.session import Reply, Session
+from ablations.checkpoint.manager import CheckpointManager
+from ablations.records import RunSpec
 from tests.ablations.byo.test_command_campaign import manifest
 from tests.faults.conftest import Campaign, kill_when
 
-__all__ = ["killed_and_rerun", "manifest", "steps_trained_twice", "verify"]
+__all__ = ["committed_on_request", "killed_and_rerun", "manifest", "steps_trained_twice", "verify"]
 
 
 def killed_and_rerun(root: Path, plan: dict[str, Any], commit: str, **env: str) -> Campaign:
@@ -41,3 +46,26 @@ def steps_trained_twice(log: Path, steps: int) -> list[int]:
     counts = collections.Counter(int(step) for step in log.read_text().split())
     assert sorted(counts) == list(range(1, steps + 1)), log.name
     return [step for step, n in counts.items() if n > 1]
+
+
+class RequestingSession(Session):
+    """A session asked for a checkpoint from outside at `at` (as a SIGTERM handler would),
+    on a run whose interval would never ask."""
+
+    at = 7
+
+    def report(
+        self, step: int, loss: float | None = None, metrics: Mapping[str, float] | None = None
+    ) -> Reply:
+        if step == self.at:
+            self.request_checkpoint()
+        return super().report(step, loss, metrics)
+
+
+def committed_on_request(spec: RunSpec, workload: ExternalWorkload) -> str:
+    """The URI of the one checkpoint a run committed when asked at `RequestingSession.at`."""
+    session = RequestingSession(spec, CheckpointManager(spec))
+    workload.run_external(spec, session)
+    summary = session.close()
+    assert summary.saves == 1, summary
+    return summary.uri or ""

@@ -15,6 +15,7 @@ from ablations.checkpoint.manager import CheckpointManager
 from ablations.plan.io import load_plan
 from ablations.plan.sections import HF_TRAINER_ENTRY, CheckpointSection
 from ablations.records import RunRecord, RunSpec
+from tests.ablations.byo.campaigns import committed_on_request
 from tests.conftest import ROOT
 
 TINY = "tests.ablations.byo.hf_tiny"
@@ -83,3 +84,10 @@ def test_the_lora_recipe_names_the_trainer_entry_and_its_four_factors() -> None:
     plan = load_plan(ROOT / "ablations" / "recipes" / "lora.yaml")
     assert plan.workload.entry == HF_TRAINER_ENTRY
     assert set(plan.factors) == {"lora_rank", "precision", "lr", "max_seq_len"}
+
+
+@pytest.mark.slow
+def test_a_requested_checkpoint_is_saved_at_the_next_step(tmp_path: Path) -> None:
+    store = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 1000})
+    uri = committed_on_request(spec_for(tmp_path, checkpoint=store), TrainerWorkload)
+    assert uri.endswith("/step-00000007")

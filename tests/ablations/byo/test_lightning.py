@@ -16,6 +16,7 @@ from ablations.errors import InputError
 from ablations.plan.model import parse_plan
 from ablations.plan.sections import LIGHTNING_ENTRY, CheckpointSection
 from ablations.records import RunRecord, RunSpec
+from tests.ablations.byo.campaigns import committed_on_request
 
 NET = "tests.ablations.byo.lightning_net"
 LIGHTNING = {"module": f"{NET}:Net", "data": f"{NET}:Sine"}
@@ -122,3 +123,10 @@ def test_the_plan_names_the_lightning_entry_and_checks_its_placeholders() -> Non
     trainer = {**LIGHTNING, "trainer": {"precision": "{precison}"}}
     with pytest.raises(InputError, match=r"lightning.trainer.precision.*\{precison\} is no"):
         parse_plan(plan(lightning=trainer))
+
+
+@pytest.mark.slow
+def test_a_requested_checkpoint_is_saved_at_the_next_step(tmp_path: Path) -> None:
+    store = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 1000})
+    uri = committed_on_request(spec_for(tmp_path, checkpoint=store), LightningWorkload)
+    assert uri.endswith("/step-00000007")
