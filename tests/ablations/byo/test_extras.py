@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
 
 CHECK = """
@@ -16,9 +18,6 @@ for module in pkgutil.walk_packages(ablations.__path__, "ablations."):
         importlib.import_module(module.name)
 print(sorted({m.split(".")[0] for m in sys.modules} & {"lightning", "transformers", "peft"}))
 """
-
-
-import pytest
 
 
 @pytest.mark.slow  # imports every module in a fresh interpreter
