@@ -89,5 +89,6 @@ def test_the_lora_recipe_names_the_trainer_entry_and_its_four_factors() -> None:
 @pytest.mark.slow
 def test_a_requested_checkpoint_is_saved_at_the_next_step(tmp_path: Path) -> None:
     store = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 1000})
-    uri = committed_on_request(spec_for(tmp_path, checkpoint=store), TrainerWorkload)
+    spec = spec_for(tmp_path, checkpoint=store, steps=10)
+    uri = committed_on_request(spec, TrainerWorkload)
     assert uri.endswith("/step-00000007")

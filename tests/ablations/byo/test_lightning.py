@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from ablations.byo.lightning import LightningWorkload
+from ablations.byo.lightning import LightningWorkload, trainer_arguments
 from ablations.byo.run import execute
 from ablations.checkpoint.manager import CheckpointManager
-from ablations.errors import InputError
+from ablations.errors import InputError, WorkloadError
 from ablations.plan.model import parse_plan
-from ablations.plan.sections import LIGHTNING_ENTRY, CheckpointSection
+from ablations.plan.sections import LIGHTNING_ENTRY, CheckpointSection, LightningSection
 from ablations.records import RunRecord, RunSpec
 from tests.ablations.byo.campaigns import committed_on_request
 
@@ -128,5 +128,17 @@ def test_the_plan_names_the_lightning_entry_and_checks_its_placeholders() -> Non
 @pytest.mark.slow
 def test_a_requested_checkpoint_is_saved_at_the_next_step(tmp_path: Path) -> None:
     store = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 1000})
-    uri = committed_on_request(spec_for(tmp_path, checkpoint=store), LightningWorkload)
+    spec = spec_for(tmp_path, checkpoint=store, steps=10)
+    uri = committed_on_request(spec, LightningWorkload)
     assert uri.endswith("/step-00000007")
+
+
+def test_trainer_arguments_take_the_runs_parameters_and_leave_ablates_alone() -> None:
+    section = LightningSection(
+        module="m:Net", data="m:Data", trainer={"precision": "{precision}", "gradient_clip_val": 1}
+    )
+    arguments = trainer_arguments(section, {"precision": "bf16-mixed", "lr": 0.1})
+    assert arguments == {"precision": "bf16-mixed", "gradient_clip_val": 1}
+    owned = LightningSection(module="m:Net", data="m:Data", trainer={"max_steps": 5})
+    with pytest.raises(WorkloadError, match=r"may not set \['max_steps'\]: ablate sets them"):
+        trainer_arguments(owned, {})
