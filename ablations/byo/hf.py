@@ -135,29 +135,41 @@ class TrainerWorkload:
     """The entry a plan's `workload.hf_trainer` stands for (`HF_TRAINER_ENTRY`)."""
 
     @classmethod
-    def run_external(cls, spec: RunSpec, session: Session) -> None:
+    def preflight(cls, spec: RunSpec) -> None:
+        """transformers and the function import (the campaign's preflight: a wrong name
+        stops it before any run starts)."""
+        cls._function(spec)
+
+    @classmethod
+    def _function(cls, spec: RunSpec) -> Any:
         if spec.hf_trainer is None:
             raise WorkloadError(f"run {spec.run_id} has no workload.hf_trainer")
         try:
-            from transformers import set_seed
+            import transformers  # noqa: F401
         except ImportError as exc:
             raise WorkloadError(
                 f"workload.hf_trainer needs transformers: pip install 'ablate[hf]' ({exc})"
             ) from exc
+        return load_class(spec.hf_trainer)
+
+    @classmethod
+    def run_external(cls, spec: RunSpec, session: Session) -> None:
+        from transformers import set_seed
+
+        make_trainer = cls._function(spec)
         device = torch.device(spec.device)
         if device.type == "cuda" and torch.cuda.device_count() > 1:
             raise WorkloadError(
                 "the Trainer would spread over every visible card: run it in a slot, which "
                 "shows it one (CUDA_VISIBLE_DEVICES)"
             )
-        make_trainer = load_class(spec.hf_trainer)
         with tempfile.TemporaryDirectory(prefix=f"ablate-{spec.run_id[:40]}-") as scratch:
             restored = Path(scratch, "resume")
             step = session.restore(restored)
             owned = owned_arguments(spec, Path(scratch, "output"))
             set_seed(spec.seed)  # the model the function builds is the seed's
             trainer = make_trainer(dict(spec.params), dict(owned))
-            _check_arguments(trainer.args, owned, spec.hf_trainer)
+            _check_arguments(trainer.args, owned, str(spec.hf_trainer))
             sync = 1 if device.type == "cpu" else LOSS_SYNC_STEPS
             hook = callback(session, spec.eval_every, sync)
             trainer.add_callback(hook)

@@ -199,12 +199,19 @@ class LightningWorkload:
     """The entry a plan's `workload.lightning` stands for (`LIGHTNING_ENTRY`)."""
 
     @classmethod
-    def run_external(cls, spec: RunSpec, session: Session) -> None:
+    def preflight(cls, spec: RunSpec) -> None:
+        """Lightning and both classes import, and every parameter is taken (the campaign's
+        preflight: a wrong name stops it before any run starts)."""
+        cls._classes(spec)
+
+    @classmethod
+    def _classes(cls, spec: RunSpec) -> tuple[Any, Any, dict[str, Any]]:
+        """The module class, the data module class and the extra Trainer arguments."""
         section = spec.lightning
         if section is None:
             raise WorkloadError(f"run {spec.run_id} has no workload.lightning")
         try:
-            import lightning.pytorch as pl
+            import lightning.pytorch  # noqa: F401
         except ImportError as exc:
             raise WorkloadError(
                 f"workload.lightning needs Lightning: pip install 'ablate[lightning]' ({exc})"
@@ -219,6 +226,13 @@ class LightningWorkload:
                 f"parameters {unused} are taken by neither {section.module} nor {section.data} "
                 "nor workload.lightning.trainer"
             )
+        return module_class, data_class, extra
+
+    @classmethod
+    def run_external(cls, spec: RunSpec, session: Session) -> None:
+        import lightning.pytorch as pl
+
+        module_class, data_class, extra = cls._classes(spec)
         pl.seed_everything(spec.seed, workers=True, verbose=False)
         module = module_class(**accepted(module_class, spec.params))
         data = data_class(**accepted(data_class, spec.params))

@@ -97,10 +97,13 @@ def test_divergence_stops_with_the_rule_and_the_step(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # imports Lightning
-def test_a_parameter_no_class_takes_fails_the_run_by_name(tmp_path: Path) -> None:
-    record = run(spec_for(tmp_path, params={"lr": 0.05, "widht": 8}))
+def test_a_parameter_no_class_takes_fails_the_run_and_the_preflight_by_name(tmp_path: Path) -> None:
+    spec = spec_for(tmp_path, params={"lr": 0.05, "widht": 8})
+    record = run(spec)
     assert record.status == "failed" and record.error is not None
     assert "parameters ['widht'] are taken by neither" in record.error.message
+    with pytest.raises(WorkloadError, match=r"\['widht'\]"):  # the campaign's preflight too
+        LightningWorkload.preflight(spec)
 
 
 def plan(**workload: Any) -> dict[str, Any]:
