@@ -29,8 +29,8 @@ from typing import Any
 
 import torch
 
-from ablations.byo.lightning import LOSS_SYNC_STEPS, load_class
-from ablations.byo.session import Session
+from ablations.byo import load_attribute
+from ablations.byo.session import LOSS_SYNC_STEPS, Session
 from ablations.errors import WorkloadError
 from ablations.records import RunSpec
 
@@ -150,7 +150,7 @@ class TrainerWorkload:
             raise WorkloadError(
                 f"workload.hf_trainer needs transformers: pip install 'ablate[hf]' ({exc})"
             ) from exc
-        return load_class(spec.hf_trainer)
+        return load_attribute(spec.hf_trainer)
 
     @classmethod
     def run_external(cls, spec: RunSpec, session: Session) -> None:

@@ -21,7 +21,6 @@ that loop to the run's `Session`:
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import random
 import tempfile
@@ -31,31 +30,20 @@ from typing import Any
 
 import torch
 
-from ablations.byo.session import Session
+from ablations.byo import load_attribute
+from ablations.byo.session import LOSS_SYNC_STEPS, Session
 from ablations.errors import WorkloadError
 from ablations.plan.sections import PLACEHOLDER, LightningSection, ParamValue
 from ablations.records import RunSpec
 
 CHECKPOINT = "last.ckpt"
 """The file `trainer.save_checkpoint` writes in the folder committed to the store."""
-LOSS_SYNC_STEPS = 16
-"""On a GPU, losses are read back every this many steps (and before every checkpoint,
-evaluation and stop): the non-finite rule stops a diverged run at most this many steps late,
-naming the step whose loss was not finite."""
 OWNED = (
     "max_steps", "max_epochs", "val_check_interval", "check_val_every_n_epoch", "accelerator",
     "devices", "callbacks", "logger", "enable_checkpointing", "default_root_dir",
     "num_sanity_val_steps",
 )  # fmt: skip
 """`Trainer` arguments ablate sets: the plan's `lightning.trainer` may not name them."""
-
-
-def load_class(entry: str) -> Any:
-    module, _, name = entry.partition(":")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise WorkloadError(f"cannot import {entry!r}: {exc}") from exc
 
 
 def accepted(factory: Any, params: Mapping[str, ParamValue]) -> dict[str, ParamValue]:
@@ -74,9 +62,15 @@ def trainer_arguments(section: LightningSection, params: Mapping[str, ParamValue
         raise WorkloadError(f"workload.lightning.trainer may not set {named}: ablate sets them")
     arguments: dict[str, Any] = {}
     for key, value in section.trainer.items():
-        match = PLACEHOLDER.fullmatch(value) if isinstance(value, str) else None
-        arguments[key] = params[match.group(1)] if match else value
+        name = placeholder(value)
+        arguments[key] = params[name] if name else value
     return arguments
+
+
+def placeholder(value: ParamValue) -> str | None:
+    """The parameter a `"{name}"` value stands for (None: a plain value)."""
+    match = PLACEHOLDER.fullmatch(value) if isinstance(value, str) else None
+    return match.group(1) if match else None
 
 
 class AblateCallback:
@@ -216,10 +210,10 @@ class LightningWorkload:
             raise WorkloadError(
                 f"workload.lightning needs Lightning: pip install 'ablate[lightning]' ({exc})"
             ) from exc
-        module_class, data_class = load_class(section.module), load_class(section.data)
+        module_class, data_class = load_attribute(section.module), load_attribute(section.data)
         extra = trainer_arguments(section, spec.params)
         taken = {*accepted(module_class, spec.params), *accepted(data_class, spec.params)}
-        taken |= {m.group(1) for v in section.trainer.values() for m in _placeholders(v)}
+        taken |= {name for v in section.trainer.values() if (name := placeholder(v))}
         unused = sorted(set(spec.params) - taken)
         if unused:
             raise WorkloadError(
@@ -261,10 +255,3 @@ class LightningWorkload:
             )
             ckpt = str(restored / CHECKPOINT) if step else None
             trainer.fit(module, datamodule=data, ckpt_path=ckpt, weights_only=True)
-
-
-def _placeholders(value: ParamValue) -> list[Any]:
-    if not isinstance(value, str):
-        return []
-    match = PLACEHOLDER.fullmatch(value)
-    return [match] if match else []

@@ -34,6 +34,10 @@ from ablations.training.stop_rules import non_finite_stop, quality_stop
 
 log = logging.getLogger(__name__)
 
+LOSS_SYNC_STEPS = 16
+"""On a GPU the framework adapters read losses back every this many steps (and before every
+checkpoint, evaluation and stop), through `late_losses`: the non-finite rule stops a diverged
+run at most this many steps late, naming the step whose loss was not finite."""
 FOLDER, HISTORY = "folder.tar", "run.json"
 """The payload objects of a folder checkpoint: the framework's files, and our history."""
 
