@@ -17,7 +17,9 @@ $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# The adapters' extras too (their tests run in `make test`); torch on the same line, so
+	# pip keeps the pinned build while resolving them.
+	$(BIN)/python -m pip install --quiet $(TORCH) -e '.[dev,lightning,hf]'
 	# The temporary Prefect server's migrated database, once per user: a first campaign on a
 	# fresh Prefect home then starts as fast as the second (flows/server_database.py).
 	$(BIN)/python -m flows.server_database

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ablations.plan.sections import (
     Category,
     CheckpointSection,
+    LightningSection,
     ParamValue,
     StopRules,
     meets_threshold,
@@ -173,6 +174,10 @@ class RunSpec(Record):
     """Import path `module:attr` of the workload."""
     command: list[str] | None = None
     """The plan's `workload.command`, placeholders not yet replaced (None: not a command)."""
+    lightning: LightningSection | None = None
+    """The plan's `workload.lightning` (None: not a Lightning workload)."""
+    hf_trainer: str | None = None
+    """The plan's `workload.hf_trainer` (None: not a Hugging Face Trainer workload)."""
     metric: str
     direction: Literal["maximize", "minimize"] = "maximize"
     threshold: float

@@ -1,13 +1,26 @@
-"""A command workload's overhead: the same script run bare and under the driver.
+"""Each bring-your-own surface's overhead: the same code run bare and under the driver.
 
-Bare: `python SCRIPT` with no `ABLATE_*` variables (`ablate_report` calls are no-ops). Driven:
+`--surface command` (the default), `lightning` or `hf`, each printing one summary line.
+
+command: bare: `python SCRIPT` with no `ABLATE_*` variables (`ablate_report` calls are
+no-ops). Driven:
 `ablations.byo.run.execute` on a spec running the same script for the same steps (a report,
 its JSON reply and the stop-rule checks per step; checkpoints off, as the bare run has none).
 Trials are interleaved in pairs; the overhead is the median of the paired wall-time ratios
 minus 1, plus the per-step cost in microseconds (the process start and torch import are in
 both sides, so the per-step figure is the one that scales).
 
+lightning: bare is `trainer.fit` of the test suite's `Net` and `Sine` (tests/ablations/byo/
+lightning_net.py) with the Trainer settings the adapter uses and no callback; driven is
+`ablations.byo.run.execute` of the same classes (the callback: a report per step, the loss
+read each step on CPU, validation every `eval_every` steps as bare). hf: bare is
+`trainer.train()` of the LoRA recipe's `make_trainer` (a small corpus) with ablate's
+`TrainingArguments`; driven is `execute` of the same (the callback and the loss hook). Both
+in one process, after one warm-up pair (imports, the corpus); checkpoints off on both sides.
+
     .venv/bin/python bench/byo_overhead.py --steps 2000 --repeats 5
+    .venv/bin/python bench/byo_overhead.py --surface lightning --steps 400 --repeats 5
+    .venv/bin/python bench/byo_overhead.py --surface hf --steps 100 --repeats 3
 """
 
 from __future__ import annotations
@@ -20,12 +33,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import torch
 
 from ablations.byo.command import HELPER_DIR, CommandWorkload
 from ablations.byo.run import execute
 from ablations.plan.sections import COMMAND_ENTRY
 from ablations.records import RunSpec
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' Lightning classes
 SCRIPT = Path(__file__).parents[1] / "ablations" / "recipes" / "command" / "train.py"
 
 
@@ -57,19 +74,92 @@ def driven(steps: int, out: Path) -> float:
     return seconds
 
 
+NET = "tests.ablations.byo.lightning_net"
+EVAL_EVERY = 50
+
+
+def spec_of(surface: str, steps: int, out: Path) -> RunSpec:
+    from ablations.plan.sections import HF_TRAINER_ENTRY, LIGHTNING_ENTRY
+
+    fields: dict[str, Any] = dict(
+        run_id="bench", campaign_id="bench", plan_hash="0" * 16, variant="control",
+        category="essential", phase="main", seed=0, steps=steps, eval_every=EVAL_EVERY,
+        direction="minimize", threshold=10.0, out_dir=str(out),
+    )  # fmt: skip
+    if surface == "lightning":
+        lightning = {"module": f"{NET}:Net", "data": f"{NET}:Sine"}
+        fields.update(workload=LIGHTNING_ENTRY, lightning=lightning, metric="mse")
+        fields["params"] = {"lr": 0.05, "batch_size": 32}
+    else:
+        fields.update(workload=HF_TRAINER_ENTRY, hf_trainer="ablations.workloads.lora:make_trainer")
+        fields.update(metric="eval_loss")
+        fields["params"] = {"lr": 0.003, "lora_rank": 8, "max_seq_len": 64, "corpus_bytes": 200_000}
+    return RunSpec.model_validate(fields)
+
+
+def bare_framework(spec: RunSpec) -> float:
+    """The same classes or Trainer, run by the framework alone."""
+    started = time.perf_counter()
+    if spec.lightning is not None:
+        import lightning.pytorch as pl
+
+        from tests.ablations.byo.lightning_net import Net, Sine
+
+        pl.seed_everything(spec.seed, verbose=False)
+        module, data = Net(lr=0.05), Sine(batch_size=32)
+        with tempfile.TemporaryDirectory() as scratch:
+            trainer = pl.Trainer(
+                max_steps=spec.steps, max_epochs=-1, val_check_interval=spec.eval_every,
+                check_val_every_n_epoch=None, num_sanity_val_steps=0, accelerator="cpu",
+                devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                enable_model_summary=False, default_root_dir=scratch,
+            )  # fmt: skip
+            trainer.fit(module, datamodule=data)
+    else:
+        from transformers import set_seed
+
+        from ablations.byo.hf import owned_arguments
+        from ablations.workloads.lora import make_trainer
+
+        with tempfile.TemporaryDirectory() as scratch:
+            set_seed(spec.seed)
+            make_trainer(dict(spec.params), owned_arguments(spec, Path(scratch))).train()
+    return time.perf_counter() - started
+
+
+def driven_framework(spec: RunSpec) -> float:
+    from ablations.byo.hf import TrainerWorkload
+    from ablations.byo.lightning import LightningWorkload
+
+    workload = LightningWorkload if spec.lightning is not None else TrainerWorkload
+    started = time.perf_counter()
+    record = execute(spec, workload)
+    seconds = time.perf_counter() - started
+    assert record.status == "accepted" and record.steps_done == spec.steps, record
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--surface", choices=["command", "lightning", "hf"], default="command")
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     ratios, per_step = [], []
     with tempfile.TemporaryDirectory() as out:
+        if args.surface != "command":
+            torch.set_num_threads(1)  # both sides alike, and steady on a shared machine
+            spec = spec_of(args.surface, args.steps, Path(out))
+            bare_framework(spec), driven_framework(spec)  # warm-up: imports, the corpus
         for _ in range(args.repeats):
-            b, d = bare(args.steps), driven(args.steps, Path(out))
+            if args.surface == "command":
+                b, d = bare(args.steps), driven(args.steps, Path(out))
+            else:
+                b, d = bare_framework(spec), driven_framework(spec)
             ratios.append(d / b)
             per_step.append((d - b) / args.steps * 1e6)
     print(
-        f"command workload, {args.steps} steps x {args.repeats}: overhead "
+        f"{args.surface} workload, {args.steps} steps x {args.repeats}: overhead "
         f"{statistics.median(ratios) - 1:+.1%} of wall time, "
         f"{statistics.median(per_step):.0f} us per step (median of paired trials)"
     )

@@ -4,6 +4,8 @@ session.py        `Session`: reports in; "checkpoint now?" / "stop?" out; folder
 run.py            `execute`: one run of an external workload to its `RunRecord`
 command.py        any program (`workload.command`): env vars in, JSON lines out
 helper/          `ablate_report.py`, the stdlib-only helper a Python script imports
+lightning.py      a LightningModule and DataModule (`workload.lightning`): a Callback
+hf.py             a Hugging Face Trainer (`workload.hf_trainer`): a TrainerCallback
 
 An external workload is the object a plan's `workload.entry` names when it has
 `run_external(spec, session)` instead of `build`: it runs the framework's loop, reporting
@@ -30,6 +32,19 @@ class ExternalWorkload(Protocol):
 def is_external(factory: Any) -> bool:
     """Whether a loaded workload entry runs its own loop (`run_external`)."""
     return callable(getattr(factory, "run_external", None))
+
+
+def load_attribute(entry: str) -> Any:
+    """The user's class or function `module:name` (`WorkloadError` naming it otherwise)."""
+    import importlib
+
+    from ablations.errors import WorkloadError
+
+    module, _, name = entry.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise WorkloadError(f"cannot import {entry!r}: {exc}") from exc
 
 
 def external_entry(entry: str) -> bool:

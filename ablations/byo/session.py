@@ -7,6 +7,7 @@ session what happened; the session answers the two questions the campaign owns:
     session.commit(step, folder)                   # the folder the framework saved, committed
     step = session.restore(folder)                 # the newest commit, unpacked (0: none)
     session.request_checkpoint()                   # from outside (the slot is going away)
+    session.late_losses([(step, loss), ...])       # losses read from the device in a batch
 
 A checkpoint is the framework's own folder, packed as one tar object plus the run's history
 (`run.json`), committed through the run's `CheckpointManager` (store, commit record, tuned
@@ -22,7 +23,7 @@ import shutil
 import tarfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,6 +34,10 @@ from ablations.training.stop_rules import non_finite_stop, quality_stop
 
 log = logging.getLogger(__name__)
 
+LOSS_SYNC_STEPS = 16
+"""On a GPU the framework adapters read losses back every this many steps (and before every
+checkpoint, evaluation and stop), through `late_losses`: the non-finite rule stops a diverged
+run at most this many steps late, naming the step whose loss was not finite."""
 FOLDER, HISTORY = "folder.tar", "run.json"
 """The payload objects of a folder checkpoint: the framework's files, and our history."""
 
@@ -157,11 +162,7 @@ class Session:
         self._last_report = now
         self.step = step
         if loss is not None:
-            self.losses.append((step, float(loss)))
-            stop = non_finite_stop(spec.stop_rules.non_finite_loss, [float(loss)], step, step)
-            if stop is not None and self.stop is None:
-                message = f"training loss is {float(loss)} at step {step} (as reported)"
-                self.stop = stop.model_copy(update={"message": message})
+            self._loss(step, float(loss))
         if metrics:
             values = {name: float(value) for name, value in metrics.items()}
             if spec.metric not in values:
@@ -189,6 +190,21 @@ class Session:
         if due:
             self._requested.clear()
         return Reply(checkpoint=due and self.checkpoints is not None, stop=done)
+
+    def late_losses(self, losses: Iterable[tuple[int, float]]) -> bool:
+        """The training losses of steps already reported without one, in step order (an
+        adapter that reads the device every few steps, not every step); whether a stop rule
+        has fired (the non-finite rule names the step whose loss it was)."""
+        for step, loss in losses:
+            self._loss(step, float(loss))
+        return self.stop is not None
+
+    def _loss(self, step: int, loss: float) -> None:
+        self.losses.append((step, loss))
+        stop = non_finite_stop(self.spec.stop_rules.non_finite_loss, [loss], step, step)
+        if stop is not None and self.stop is None:
+            message = f"training loss is {loss} at step {step} (as reported)"
+            self.stop = stop.model_copy(update={"message": message})
 
     def _backwards(self, step: int) -> str:
         if self.resumed_step and self.step == self.resumed_step:

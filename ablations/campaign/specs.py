@@ -23,6 +23,8 @@ def spec_for(plan: Plan, registration: Registration, run: PlannedRun) -> RunSpec
         eval_every=plan.workload.eval_every,
         workload=plan.workload.entry,
         command=plan.workload.command,
+        lightning=plan.workload.lightning,
+        hf_trainer=plan.workload.hf_trainer,
         metric=plan.metric.name,
         direction=plan.metric.direction,
         threshold=plan.metric.threshold,

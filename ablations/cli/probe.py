@@ -18,6 +18,7 @@ from ablations.campaign.folder import PROBE_JSON, PROBE_MD
 from ablations.cli.registry import EXIT_OK, command
 from ablations.errors import InputError
 from ablations.plan.io import load_plan
+from ablations.plan.sections import ADAPTER_ENTRIES
 
 
 def add_probe_parser(sub: Any) -> None:
@@ -46,6 +47,12 @@ def _probe(args: argparse.Namespace) -> int:
     from ablations.slots.devices import plan_slots
 
     plan = load_plan(args.plan)
+    adapter = [name for name in ADAPTER_ENTRIES if getattr(plan.workload, name) is not None]
+    if adapter:  # the probe builds the workload and times its steps: these run their own loop
+        raise InputError(
+            f"ablate probe sizes workloads with `build` and `train_step`; workload.{adapter[0]} "
+            "runs its own loop and cannot be probed"
+        )
     every = variants(plan)
     chosen = every
     if args.variants is not None:

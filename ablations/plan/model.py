@@ -200,12 +200,18 @@ def _cross_field_problems(plan: Plan) -> list[Problem]:
                 levels = [level.value for level in target.levels]
                 problems.append(Problem(path, f"not a level of this factor {levels}", value))
     parameters = {*plan.workload.params, *plan.control.params, *plan.factors}
-    for i, argument in enumerate(plan.workload.command or []):
-        for name in PLACEHOLDER.findall(argument):
+    placed: list[tuple[str, ParamValue]] = [
+        (f"workload.command[{i}]", a) for i, a in enumerate(plan.workload.command or [])
+    ]
+    if plan.workload.lightning is not None:
+        trainer = plan.workload.lightning.trainer
+        placed += [(f"workload.lightning.trainer.{k}", v) for k, v in trainer.items()]
+    for path, argument in placed:
+        for name in PLACEHOLDER.findall(argument) if isinstance(argument, str) else []:
             if name not in parameters:
                 problems.append(
                     Problem(
-                        f"workload.command[{i}]",
+                        path,
                         f"{{{name}}} is no parameter; parameters are {sorted(parameters)}",
                         argument,
                     )

@@ -44,6 +44,16 @@ _CAMPAIGN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _ENTRY_POINT = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", re.ASCII)
 COMMAND_ENTRY = "ablations.byo.command:CommandWorkload"
 """The workload entry a plan's `workload.command` stands for (any program, see ablations.byo)."""
+LIGHTNING_ENTRY = "ablations.byo.lightning:LightningWorkload"
+"""The workload entry a plan's `workload.lightning` stands for."""
+HF_TRAINER_ENTRY = "ablations.byo.hf:TrainerWorkload"
+"""The workload entry a plan's `workload.hf_trainer` stands for."""
+ADAPTER_ENTRIES = {
+    "command": COMMAND_ENTRY,
+    "lightning": LIGHTNING_ENTRY,
+    "hf_trainer": HF_TRAINER_ENTRY,
+}
+"""Each `workload` field naming a framework's own loop, and the adapter entry it stands for."""
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """`{name}` in a command argument: replaced by the run's parameter `name`."""
 _DEVICE = re.compile(r"cpu(:[0-9]+)?|cuda:[0-9]+")
@@ -107,6 +117,27 @@ class CampaignSection(Section):
         return value
 
 
+class LightningSection(Section):
+    """A `LightningModule` and its `LightningDataModule`, each built from the run's parameters."""
+
+    module: str
+    """Import path `module:Class` of the `LightningModule`; built with the run's parameters
+    its `__init__` accepts (all of them when it takes `**kwargs`)."""
+    data: str
+    """Import path `module:Class` of the `LightningDataModule`; built the same way."""
+    trainer: dict[str, ParamValue] = {}
+    """Further `lightning.Trainer` arguments, e.g. `{precision: "{precision}",
+    gradient_clip_val: 1.0}`: a value `"{name}"` is the run's parameter `name`. The steps,
+    evaluation interval, device, logger and checkpointing are ablate's."""
+
+    @field_validator("module", "data")
+    @classmethod
+    def _entry_shape(cls, value: str) -> str:
+        if not _ENTRY_POINT.fullmatch(value):
+            raise ValueError("must look like 'package.module:ClassName'")
+        return value
+
+
 class WorkloadSection(Section):
     """The training code and the parameters every run shares."""
 
@@ -118,6 +149,14 @@ class WorkloadSection(Section):
     is replaced by the run's parameter `name`; seed, steps, device and checkpoint folder come
     in `ABLATE_*` environment variables and the program reports JSON lines on stdout (see the
     README, "Any command"). A leading `python` is the interpreter running ablate."""
+    lightning: LightningSection | None = None
+    """A PyTorch Lightning module and data module instead of an entry (`pip install
+    'ablate[lightning]'`; see the README, "PyTorch Lightning")."""
+    hf_trainer: str | None = None
+    """Import path `module:function` of `make_trainer(params, args) -> transformers.Trainer`
+    instead of an entry: `args` are the `TrainingArguments` keywords ablate owns (steps,
+    evaluation, seed, device, output folder); pass them on with your own (`pip install
+    'ablate[hf]'`; see the README, "Hugging Face Trainer")."""
     params: dict[str, ParamValue] = {}
     """Base parameters passed to every run; `control` and factor levels override them."""
     steps: PositiveInt = 300
@@ -132,15 +171,28 @@ class WorkloadSection(Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _command_entry(cls, data: Any) -> Any:
-        """A command stands for the command adapter's entry; naming another one too is a
-        contradiction, refused rather than one silently winning."""
-        if isinstance(data, dict) and data.get("command") is not None:
-            entry = data.get("entry", COMMAND_ENTRY)
-            if entry != COMMAND_ENTRY:
-                raise ValueError(f"give `entry` or `command`, not both (entry {entry!r})")
-            data = {**data, "entry": COMMAND_ENTRY}
+    def _adapter_entry(cls, data: Any) -> Any:
+        """`command`, `lightning` or `hf_trainer` stands for its adapter's entry; naming two,
+        or another entry too, is a contradiction, refused rather than one silently winning."""
+        if not isinstance(data, dict):
+            return data
+        given = [name for name in ADAPTER_ENTRIES if data.get(name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of {given}, not several")
+        if given:
+            adapter = ADAPTER_ENTRIES[given[0]]
+            entry = data.get("entry", adapter)
+            if entry != adapter:
+                raise ValueError(f"give `entry` or `{given[0]}`, not both (entry {entry!r})")
+            data = {**data, "entry": adapter}
         return data
+
+    @field_validator("hf_trainer")
+    @classmethod
+    def _function_shape(cls, value: str | None) -> str | None:
+        if value is not None and not _ENTRY_POINT.fullmatch(value):
+            raise ValueError("must look like 'package.module:make_trainer'")
+        return value
 
     @field_validator("entry")
     @classmethod

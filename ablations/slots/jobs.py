@@ -55,6 +55,9 @@ def preflight_start(
         factory = load_workload(spec.workload)
         restart, reference = None, None
         if is_external(factory):  # its data is its own: nothing to inspect; see ablations.byo
+            check = getattr(factory, "preflight", None)
+            if callable(check):
+                check(spec)  # the framework and the user's classes import: raises otherwise
             return PreflightStart(seconds=time.perf_counter() - started)
         workload = factory.build(
             spec.params, seed=spec.seed, device=torch.device(spec.device), steps=spec.steps

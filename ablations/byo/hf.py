@@ -1,0 +1,199 @@
+"""A Hugging Face `Trainer` as a workload: the plan's `workload.hf_trainer`, in the slot's process.
+
+    workload:
+      hf_trainer: mypkg.finetune:make_trainer     # make_trainer(params, args) -> Trainer
+
+Per run, after `set_seed(seed)`: `make_trainer(the run's parameters, args)`, where `args` are
+the `TrainingArguments` keywords ablate owns (`owned_arguments`); the function passes them on
+with its own (`TrainingArguments(**args, learning_rate=params["lr"])`). `AblateTrainerCallback`
+joins the Trainer's loop to the run's `Session`:
+
+- each optimizer step is reported (`state.global_step`) with the loss `training_step`
+  returned, read from the device every `LOSS_SYNC_STEPS` steps (every step on CPU);
+- evaluation runs every `eval_every` steps and at this process's last step; `on_evaluate`'s
+  metrics (HF names them `eval_loss`, `eval_<your metric>`) are that step's evaluation;
+- a checkpoint asked for: `control.should_save`, so the Trainer writes its own
+  `checkpoint-N` folder (weights or adapter, optimizer, scheduler, RNG, trainer state), which
+  is committed to the store; a stop: `control.should_training_stop`;
+- a resumed run: `trainer.train(resume_from_checkpoint=<the restored checkpoint-N>)`.
+
+`transformers` is imported here only (`pip install 'ablate[hf]'`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ablations.byo import load_attribute
+from ablations.byo.session import LOSS_SYNC_STEPS, Session
+from ablations.errors import WorkloadError
+from ablations.records import RunSpec
+
+BOOKKEEPING = {"eval_runtime", "eval_samples_per_second", "eval_steps_per_second", "epoch"}
+"""What `on_evaluate`'s metrics carry besides metrics: not kept as the step's evaluation."""
+
+
+def owned_arguments(spec: RunSpec, output_dir: Path) -> dict[str, Any]:
+    """The `TrainingArguments` keywords ablate sets for a run."""
+    return {
+        "output_dir": str(output_dir),
+        "max_steps": spec.steps,  # the run's length (a pilot is stopped at its `until`)
+        "seed": spec.seed,
+        "eval_strategy": "steps",
+        "eval_steps": spec.eval_every,
+        "save_strategy": "no",  # the session asks for saves (tuned interval), not a schedule
+        "use_cpu": torch.device(spec.device).type == "cpu",
+        "report_to": "none",
+        "disable_tqdm": True,
+    }
+
+
+class AblateCallback:
+    """The `TrainerCallback` reporting to a `Session` and doing what it answers (module
+    docstring). Built by `callback(...)`, which subclasses `transformers.TrainerCallback` at
+    call time so that importing this module needs no transformers."""
+
+    def __init__(self, session: Session, eval_every: int, sync_every: int) -> None:
+        self.session, self.eval_every, self.sync_every = session, eval_every, sync_every
+        self.parts: list[torch.Tensor] = []
+        """Losses `training_step` returned since the last optimizer step (micro-batches)."""
+        self.pending: list[tuple[int, torch.Tensor]] = []
+        """(step, loss still on the device) not yet given to the session."""
+        self.deferred: int | None = None
+        """A step whose report waits for the evaluation that follows it."""
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        step = state.global_step
+        if self.parts:  # HF's training_step divides by the accumulation: the sum is the mean
+            self.pending.append((step, torch.stack(self.parts).sum()))
+            self.parts = []
+        if step % self.eval_every == 0 or step >= self.session.end:
+            control.should_evaluate = True  # report with the metrics, in on_evaluate
+            self.deferred = step
+            if step >= self.session.end:
+                control.should_training_stop = True
+            return
+        self._report(control, step)
+
+    def on_evaluate(
+        self, args: Any, state: Any, control: Any, metrics: dict[str, Any], **kwargs: Any
+    ) -> None:
+        if self.deferred is None:
+            return  # an evaluation the user's own code ran
+        values = {
+            name: float(value)
+            for name, value in metrics.items()
+            if isinstance(value, (int, float)) and name not in BOOKKEEPING
+        }
+        self._report(control, self.deferred, values)
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        folder = Path(args.output_dir, f"checkpoint-{state.global_step}")
+        self.session.commit(state.global_step, folder)
+        shutil.rmtree(folder)  # packed into the commit: the disk holds one at a time
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.deferred is not None:
+            self._report(control, self.deferred)
+        self._flush()
+
+    def _report(self, control: Any, step: int, metrics: dict[str, float] | None = None) -> None:
+        self.deferred = None
+        reply = self.session.report(step, None, metrics)
+        if reply.checkpoint or reply.stop or metrics or len(self.pending) >= self.sync_every:
+            self._flush()  # a checkpoint never holds a loss the rules have not seen
+        if self.session.stop is not None:
+            control.should_training_stop = True
+            return
+        if reply.checkpoint:
+            control.should_save = True  # the Trainer writes checkpoint-N, then on_save
+        if reply.stop:
+            control.should_training_stop = True
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        values = torch.stack([loss for _, loss in self.pending]).tolist()  # one sync
+        self.session.late_losses(zip([step for step, _ in self.pending], values, strict=True))
+        self.pending = []
+
+
+def callback(session: Session, eval_every: int, sync_every: int) -> Any:
+    """An `AblateCallback` that is a `transformers.TrainerCallback`."""
+    from transformers import TrainerCallback
+
+    kind = type("AblateTrainerCallback", (AblateCallback, TrainerCallback), {})
+    return kind(session, eval_every, sync_every)
+
+
+class TrainerWorkload:
+    """The entry a plan's `workload.hf_trainer` stands for (`HF_TRAINER_ENTRY`)."""
+
+    @classmethod
+    def preflight(cls, spec: RunSpec) -> None:
+        """transformers and the function import (the campaign's preflight: a wrong name
+        stops it before any run starts)."""
+        cls._function(spec)
+
+    @classmethod
+    def _function(cls, spec: RunSpec) -> Any:
+        if spec.hf_trainer is None:
+            raise WorkloadError(f"run {spec.run_id} has no workload.hf_trainer")
+        try:
+            import transformers  # noqa: F401
+        except ImportError as exc:
+            raise WorkloadError(
+                f"workload.hf_trainer needs transformers: pip install 'ablate[hf]' ({exc})"
+            ) from exc
+        return load_attribute(spec.hf_trainer)
+
+    @classmethod
+    def run_external(cls, spec: RunSpec, session: Session) -> None:
+        from transformers import set_seed
+
+        make_trainer = cls._function(spec)
+        device = torch.device(spec.device)
+        if device.type == "cuda" and torch.cuda.device_count() > 1:
+            raise WorkloadError(
+                "the Trainer would spread over every visible card: run it in a slot, which "
+                "shows it one (CUDA_VISIBLE_DEVICES)"
+            )
+        with tempfile.TemporaryDirectory(prefix=f"ablate-{spec.run_id[:40]}-") as scratch:
+            restored = Path(scratch, "resume")
+            step = session.restore(restored)
+            owned = owned_arguments(spec, Path(scratch, "output"))
+            set_seed(spec.seed)  # the model the function builds is the seed's
+            trainer = make_trainer(dict(spec.params), dict(owned))
+            _check_arguments(trainer.args, owned, str(spec.hf_trainer))
+            sync = 1 if device.type == "cpu" else LOSS_SYNC_STEPS
+            hook = callback(session, spec.eval_every, sync)
+            trainer.add_callback(hook)
+            step_of = trainer.training_step
+
+            # The Trainer syncs its own loss only when it logs; this sees each step's on the
+            # device, so the non-finite rule needs no `logging_steps=1`.
+            def training_step(*args: Any, **kwargs: Any) -> torch.Tensor:
+                loss = step_of(*args, **kwargs)
+                hook.parts.append(loss.detach().float())
+                return loss
+
+            trainer.training_step = training_step
+            trainer.train(resume_from_checkpoint=str(restored) if step else None)
+
+
+def _check_arguments(args: Any, owned: dict[str, Any], entry: str) -> None:
+    """The Trainer runs with ablate's arguments (a function that built its own would train
+    for the wrong number of steps or never save)."""
+    for key in ("max_steps", "seed", "eval_steps", "save_strategy", "output_dir"):
+        value = getattr(args, key)
+        value = getattr(value, "value", value)  # an enum's string
+        if value != owned[key]:
+            raise WorkloadError(
+                f"{entry} built a Trainer whose TrainingArguments.{key} is {value!r}, not "
+                f"{owned[key]!r}: pass ablate's arguments on, TrainingArguments(**args, ...)"
+            )

@@ -1,0 +1,257 @@
+"""PyTorch Lightning as a workload: the plan's `workload.lightning`, in the slot's process.
+
+    workload:
+      lightning: {module: mypkg.model:Net, data: mypkg.data:Digits}
+
+Per run, after `seed_everything(seed)`: `Net(**the run's parameters it takes)`, the same for
+`Digits`, and one `lightning.Trainer` whose loop is Lightning's own. `AblateCallback` joins
+that loop to the run's `Session`:
+
+- each optimizer step is reported (`trainer.global_step`); its training loss (the `loss`
+  `training_step` returned) is read from the device every `LOSS_SYNC_STEPS` steps (every step
+  on CPU), so the GPU is not synchronised per step;
+- validation runs every `eval_every` steps and at this process's last step; what
+  `validation_step` logged (`trainer.callback_metrics`) is that step's evaluation;
+- a checkpoint asked for (tuned interval, a pilot's end, `Session.request_checkpoint`):
+  `trainer.save_checkpoint`, committed to the store; a stop: `trainer.should_stop`;
+- a resumed run: `trainer.fit(..., ckpt_path=<the restored checkpoint>)`.
+
+`lightning` is imported here only (`pip install 'ablate[lightning]'`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ablations.byo import load_attribute
+from ablations.byo.session import LOSS_SYNC_STEPS, Session
+from ablations.errors import WorkloadError
+from ablations.plan.sections import PLACEHOLDER, LightningSection, ParamValue
+from ablations.records import RunSpec
+
+CHECKPOINT = "last.ckpt"
+"""The file `trainer.save_checkpoint` writes in the folder committed to the store."""
+OWNED = (
+    "max_steps", "max_epochs", "val_check_interval", "check_val_every_n_epoch", "accelerator",
+    "devices", "callbacks", "logger", "enable_checkpointing", "default_root_dir",
+    "num_sanity_val_steps",
+)  # fmt: skip
+"""`Trainer` arguments ablate sets: the plan's `lightning.trainer` may not name them."""
+
+
+def accepted(factory: Any, params: Mapping[str, ParamValue]) -> dict[str, ParamValue]:
+    """The parameters `factory(...)` takes by name (all of them with `**kwargs`)."""
+    signature = inspect.signature(factory)
+    kinds = {p.kind for p in signature.parameters.values()}
+    if inspect.Parameter.VAR_KEYWORD in kinds:
+        return dict(params)
+    return {k: v for k, v in params.items() if k in signature.parameters}
+
+
+def trainer_arguments(section: LightningSection, params: Mapping[str, ParamValue]) -> dict:
+    """The plan's extra `Trainer` arguments, a `"{name}"` value replaced by that parameter."""
+    named = sorted(set(section.trainer) & set(OWNED))
+    if named:
+        raise WorkloadError(f"workload.lightning.trainer may not set {named}: ablate sets them")
+    arguments: dict[str, Any] = {}
+    for key, value in section.trainer.items():
+        name = placeholder(value)
+        arguments[key] = params[name] if name else value
+    return arguments
+
+
+def placeholder(value: ParamValue) -> str | None:
+    """The parameter a `"{name}"` value stands for (None: a plain value)."""
+    match = PLACEHOLDER.fullmatch(value) if isinstance(value, str) else None
+    return match.group(1) if match else None
+
+
+class AblateCallback:
+    """The Lightning callback reporting to a `Session` and doing what it answers (module
+    docstring). Built by `callback(session, folder, eval_every)`, which subclasses
+    `lightning.pytorch.Callback` at call time so that importing this module needs no
+    Lightning."""
+
+    def __init__(self, session: Session, folder: Path, eval_every: int, sync_every: int):
+        self.session, self.folder = session, folder
+        self.eval_every, self.sync_every = eval_every, sync_every
+        self.pending: list[tuple[int, torch.Tensor]] = []
+        """(step, loss still on the device) not yet given to the session."""
+        self.deferred: int | None = None
+        """A step whose report waits for the validation that follows it."""
+        self._parts: list[torch.Tensor] = []
+        """Losses of the micro-batches of the optimizer step in progress."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """The random generators, saved in Lightning's checkpoint (Lightning keeps none): an
+        epoch after a resume draws its shuffle from where the saved run stood."""
+        return random_state()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        set_random_state(state)
+
+    def on_train_batch_end(
+        self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        loss = outputs.get("loss") if isinstance(outputs, Mapping) else outputs
+        if isinstance(loss, torch.Tensor):
+            self._parts.append(loss.detach().float())
+        step = trainer.global_step
+        if step <= max(self.session.step, self.deferred or 0):
+            return  # a micro-batch of gradient accumulation: the step is not done
+        if self.deferred is not None:  # its validation never came (no val_dataloader)
+            self._report(trainer, self.deferred)
+        if self._parts:
+            self.pending.append((step, torch.stack(self._parts).mean()))
+            self._parts = []
+        if step % self.eval_every == 0 or step >= self.session.end:
+            self.deferred = step  # Lightning validates now: report with its metrics
+            if step >= self.session.end:
+                trainer.should_stop = True  # ...which Lightning does when told to stop
+            return
+        self._report(trainer, step)
+
+    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        if trainer.sanity_checking or self.deferred is None:
+            return  # e.g. the validation Lightning runs when a stop rule stopped it
+        metrics = {
+            name: float(value)
+            for name, value in trainer.callback_metrics.items()
+            if isinstance(value, (int, float)) or value.numel() == 1
+        }
+        self._report(trainer, self.deferred, metrics)
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        if self.deferred is not None:
+            self._report(trainer, self.deferred)
+        self._flush()
+
+    def _report(self, trainer: Any, step: int, metrics: dict[str, float] | None = None) -> None:
+        self.deferred = None
+        reply = self.session.report(step, None, metrics)
+        if reply.checkpoint or reply.stop or metrics or len(self.pending) >= self.sync_every:
+            self._flush()  # a checkpoint never holds a loss the rules have not seen
+        if self.session.stop is not None:
+            trainer.should_stop = True
+            return
+        if reply.checkpoint:
+            trainer.save_checkpoint(self.folder / CHECKPOINT, weights_only=False)  # whole state
+            self.session.commit(step, self.folder)
+        if reply.stop:
+            trainer.should_stop = True
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        values = torch.stack([loss for _, loss in self.pending]).tolist()  # one sync
+        self.session.late_losses(zip([step for step, _ in self.pending], values, strict=True))
+        self.pending = []
+
+
+def random_state() -> dict[str, Any]:
+    """torch's (CPU and every visible card's), Python's and numpy's generators, as tensors
+    and plain values (the checkpoint loads with `weights_only=True`)."""
+    import numpy as np
+
+    kind, keys, position, has_gauss, cached = np.random.get_state(legacy=True)
+    assert not isinstance(keys, str)  # legacy=True: the tuple form
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "python": random.getstate(),
+        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, cached],
+    }
+
+
+def set_random_state(state: dict[str, Any]) -> None:
+    import numpy as np
+
+    torch.set_rng_state(state["torch"])
+    if state["cuda"]:
+        torch.cuda.set_rng_state_all(state["cuda"])
+    random.setstate(state["python"])
+    kind, keys, position, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), position, has_gauss, cached))
+
+
+def callback(session: Session, folder: Path, eval_every: int, sync_every: int) -> Any:
+    """An `AblateCallback` that is a `lightning.pytorch.Callback`."""
+    from lightning.pytorch import Callback
+
+    kind = type("AblateLightningCallback", (AblateCallback, Callback), {})
+    return kind(session, folder, eval_every, sync_every)
+
+
+class LightningWorkload:
+    """The entry a plan's `workload.lightning` stands for (`LIGHTNING_ENTRY`)."""
+
+    @classmethod
+    def preflight(cls, spec: RunSpec) -> None:
+        """Lightning and both classes import, and every parameter is taken (the campaign's
+        preflight: a wrong name stops it before any run starts)."""
+        cls._classes(spec)
+
+    @classmethod
+    def _classes(cls, spec: RunSpec) -> tuple[Any, Any, dict[str, Any]]:
+        """The module class, the data module class and the extra Trainer arguments."""
+        section = spec.lightning
+        if section is None:
+            raise WorkloadError(f"run {spec.run_id} has no workload.lightning")
+        try:
+            import lightning.pytorch  # noqa: F401
+        except ImportError as exc:
+            raise WorkloadError(
+                f"workload.lightning needs Lightning: pip install 'ablate[lightning]' ({exc})"
+            ) from exc
+        module_class, data_class = load_attribute(section.module), load_attribute(section.data)
+        extra = trainer_arguments(section, spec.params)
+        taken = {*accepted(module_class, spec.params), *accepted(data_class, spec.params)}
+        taken |= {name for v in section.trainer.values() if (name := placeholder(v))}
+        unused = sorted(set(spec.params) - taken)
+        if unused:
+            raise WorkloadError(
+                f"parameters {unused} are taken by neither {section.module} nor {section.data} "
+                "nor workload.lightning.trainer"
+            )
+        return module_class, data_class, extra
+
+    @classmethod
+    def run_external(cls, spec: RunSpec, session: Session) -> None:
+        import lightning.pytorch as pl
+
+        module_class, data_class, extra = cls._classes(spec)
+        pl.seed_everything(spec.seed, workers=True, verbose=False)
+        module = module_class(**accepted(module_class, spec.params))
+        data = data_class(**accepted(data_class, spec.params))
+        device = torch.device(spec.device)
+        accumulate = int(extra.get("accumulate_grad_batches", 1))
+        with tempfile.TemporaryDirectory(prefix=f"ablate-{spec.run_id[:40]}-") as scratch:
+            folder, restored = Path(scratch, "checkpoint"), Path(scratch, "resume")
+            folder.mkdir()
+            step = session.restore(restored)
+            sync = 1 if device.type == "cpu" else LOSS_SYNC_STEPS
+            trainer = pl.Trainer(
+                max_steps=spec.steps,  # the run's length (a pilot is stopped at its `until`)
+                max_epochs=-1,
+                val_check_interval=spec.eval_every * accumulate,  # in batches, not steps
+                check_val_every_n_epoch=None,  # count batches across epochs
+                num_sanity_val_steps=0,
+                accelerator="gpu" if device.type == "cuda" else "cpu",
+                devices=[device.index or 0] if device.type == "cuda" else 1,
+                callbacks=[callback(session, folder, spec.eval_every, sync)],
+                logger=False,
+                enable_checkpointing=False,  # checkpoints are the session's to ask for
+                enable_progress_bar=False,
+                enable_model_summary=False,
+                default_root_dir=scratch,
+                **extra,
+            )
+            ckpt = str(restored / CHECKPOINT) if step else None
+            trainer.fit(module, datamodule=data, ckpt_path=ckpt, weights_only=True)

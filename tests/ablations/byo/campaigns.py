@@ -1,0 +1,71 @@
+"""Helpers for the adapters' end-to-end campaigns: `ablate run` killed with `kill -9` once a
+main run committed a checkpoint, run again, then read back (the command surface's way)."""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ablations.byo import ExternalWorkload
+from ablations.byo.session import Reply, Session
+from ablations.checkpoint.manager import CheckpointManager
+from ablations.records import RunSpec
+from tests.ablations.byo.test_command_campaign import manifest
+from tests.faults.conftest import Campaign, kill_when
+
+__all__ = ["committed_on_request", "killed_and_rerun", "manifest", "steps_trained_twice", "verify"]
+
+
+def killed_and_rerun(root: Path, plan: dict[str, Any], commit: str, **env: str) -> Campaign:
+    """The campaign in `root`, SIGKILLed once `commit` (a glob under the store's campaign
+    folder, e.g. `lr-0.1-*/step-00000060/COMMIT.json`) exists, then run to its end."""
+    done = Campaign(root / "c", plan, root / "prefect-home")
+    process = done.start(**env)
+    store = done.out / "ckpt" / plan["campaign"]["id"]
+    kill_when(process, lambda: any(store.glob(commit)))
+    result = done.run(**env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return done
+
+
+def verify(campaign: Campaign) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ablations.cli", "verify", str(campaign.out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def steps_trained_twice(log: Path, steps: int) -> list[int]:
+    """The steps a run's `TRAINED_LOG` file shows trained more than once; every one of
+    1..`steps` must be there (a resumed run never starts again from step 0)."""
+    counts = collections.Counter(int(step) for step in log.read_text().split())
+    assert sorted(counts) == list(range(1, steps + 1)), log.name
+    return [step for step, n in counts.items() if n > 1]
+
+
+class RequestingSession(Session):
+    """A session asked for a checkpoint from outside at `at` (as a SIGTERM handler would),
+    on a run whose interval would never ask."""
+
+    at = 7
+
+    def report(
+        self, step: int, loss: float | None = None, metrics: Mapping[str, float] | None = None
+    ) -> Reply:
+        if step == self.at:
+            self.request_checkpoint()
+        return super().report(step, loss, metrics)
+
+
+def committed_on_request(spec: RunSpec, workload: ExternalWorkload) -> str:
+    """The URI of the one checkpoint a run committed when asked at `RequestingSession.at`."""
+    session = RequestingSession(spec, CheckpointManager(spec))
+    workload.run_external(spec, session)
+    summary = session.close()
+    assert summary.saves == 1, summary
+    return summary.uri or ""

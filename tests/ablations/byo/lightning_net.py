@@ -1,0 +1,89 @@
+"""A tiny LightningModule and DataModule as a user writes them (regression on a fixed sine).
+
+Test knobs in the environment: `TRAINED_LOG` (a folder: append each trained step to
+`<lr>-<seed>.log`, so a test sees what a kill and a resume trained twice) and `STEP_SLEEP`
+(seconds per step, so a test can kill the campaign mid-run)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import lightning.pytorch as pl
+import torch
+from torch.nn import functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Net(pl.LightningModule):
+    def __init__(self, lr: float = 0.05, width: int = 16, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(8, width),
+            torch.nn.Tanh(),
+            torch.nn.Dropout(dropout),  # draws from the RNG: a resume must restore it
+            torch.nn.Linear(width, 1),
+        )
+
+    def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        log = os.environ.get("TRAINED_LOG")
+        if log:
+            name = f"{self.hparams.lr}-{torch.initial_seed()}.log"
+            with Path(log, name).open("a") as handle:
+                handle.write(f"{self.global_step + 1}\n")
+        time.sleep(float(os.environ.get("STEP_SLEEP", 0)))
+        return F.mse_loss(self.net(x).squeeze(1), y)
+
+    def validation_step(self, batch: list[torch.Tensor], batch_idx: int) -> None:
+        x, y = batch
+        self.log("mse", F.mse_loss(self.net(x).squeeze(1), y))
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+
+
+class Batches:
+    """A resumable loader (`state_dict`, `load_state_dict`): epoch e's order is a permutation
+    seeded by e, and the position in it is the state Lightning checkpoints."""
+
+    def __init__(self, data: TensorDataset, batch_size: int) -> None:
+        self.data, self.batch_size = data, batch_size
+        self.epoch = self.cursor = 0
+
+    def __len__(self) -> int:
+        return len(self.data) // self.batch_size
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        order = torch.randperm(len(self.data), generator=torch.Generator().manual_seed(self.epoch))
+        while self.cursor < len(self):
+            rows = order[self.cursor * self.batch_size : (self.cursor + 1) * self.batch_size]
+            self.cursor += 1
+            yield self.data[rows]
+        self.epoch, self.cursor = self.epoch + 1, 0
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "cursor": self.cursor}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, self.cursor = state["epoch"], state["cursor"]
+
+
+class Sine(pl.LightningDataModule):
+    def __init__(self, batch_size: int = 32, resumable: bool = False) -> None:
+        super().__init__()
+        generator = torch.Generator().manual_seed(1234)  # the data is fixed, not the run's seed
+        x = torch.randn(320, 8, generator=generator)
+        y = (x @ torch.linspace(-1, 1, 8)).sin()
+        self.train, self.heldout = TensorDataset(x[:256], y[:256]), TensorDataset(x[256:], y[256:])
+        self.batch_size, self.resumable = batch_size, resumable
+
+    def train_dataloader(self) -> DataLoader | Batches:
+        if self.resumable:
+            return Batches(self.train, self.batch_size)
+        return DataLoader(self.train, batch_size=self.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(self.heldout, batch_size=64)

@@ -1,0 +1,63 @@
+"""`ablate run` on a Lightning workload, end to end: killed with `kill -9` in its main phase
+and run again, then `ablate verify`. Asserted on it: verdicts, the diverging level stopped
+with its rule and step, and no step trained twice beyond the checkpoint interval."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.ablations.byo.campaigns import killed_and_rerun, manifest, steps_trained_twice, verify
+from tests.ablations.byo.test_lightning import LIGHTNING
+from tests.faults.conftest import Campaign
+
+pytestmark = pytest.mark.slow
+
+INTERVAL = 20
+PLAN: dict[str, Any] = {
+    "campaign": {"id": "byo-l", "question": "Does the step size matter?", "decision": "lr"},
+    "workload": {"lightning": LIGHTNING, "steps": 100, "eval_every": 25},
+    "control": {"params": {"lr": 0.05}},
+    "factors": {"lr": {"category": "essential", "levels": [0.1, 10000.0]}},
+    "seeds": [0, 1],
+    "metric": {"name": "mse", "direction": "minimize", "threshold": 0.6, "useful_effect": 0.05},
+    "stop_rules": {"quality": {"warmup_steps": 50}},
+    "pilot": {"steps": 50, "seeds": [0]},
+    "checkpoint": {"store": "file://./ckpt", "interval": {"steps": INTERVAL}, "keep_last": 2},
+    "resources": {"devices": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
+    root = tmp_path_factory.mktemp("byo-lightning")
+    (root / "trained").mkdir()
+    env = {"TRAINED_LOG": str(root / "trained"), "STEP_SLEEP": "0.03"}
+    return killed_and_rerun(root, PLAN, "lr-0.1-*/step-00000060/COMMIT.json", **env)
+
+
+def test_verdicts_and_verify(campaign: Campaign) -> None:
+    runs = manifest(campaign)
+    assert runs["control s0 main"]["status"] == "accepted"
+    assert runs["lr=0.1 s1 main"]["status"] == "accepted"
+    assert "diverges" in (campaign.out / "REPORT.md").read_text()
+    verify(campaign)
+
+
+def test_the_diverging_level_is_stopped_with_its_rule_and_step(campaign: Campaign) -> None:
+    stopped = [r for r in manifest(campaign).values() if r["variant"] == "lr=10000.0"]
+    assert stopped and all(r["status"] == "stopped" for r in stopped)
+    for run in stopped:
+        assert run["stop"]["rule"] == "non_finite_loss"
+        assert 0 < run["stop"]["step"] < 100
+        assert f"at step {run['stop']['step']}" in run["stop"]["message"]
+
+
+def test_the_killed_run_resumed_from_its_last_commit(campaign: Campaign) -> None:
+    runs = manifest(campaign)
+    resumed = [r for r in runs.values() if (r["checkpoint"] or {}).get("resumed_from_step")]
+    assert any(r["variant"] == "lr=0.1" for r in resumed), resumed
+    for log in (campaign.cwd.parent / "trained").glob("*.log"):
+        if not log.name.startswith("10000.0"):  # stopped: it never reaches the end
+            assert len(steps_trained_twice(log, 100)) <= INTERVAL, log.name
