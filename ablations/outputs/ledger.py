@@ -55,8 +55,8 @@ from optuna.distributions import (
 )
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
-from ablations.campaign.folder import LEDGER
 from ablations.errors import InfrastructureError
+from ablations.names import LEDGER
 from ablations.plan.sections import ParamValue
 from ablations.plan.variants import PlannedRun, variants
 from ablations.records import RunRecord, RunStatus

@@ -31,9 +31,9 @@ import numpy as np
 import torch
 
 from ablations.atomic import atomic_write_bytes, atomic_write_text
-from ablations.campaign.folder import METRICS, MODELS, PREDICTIONS
 from ablations.errors import WorkloadError
 from ablations.hooks import CheckpointHook, RunHistory
+from ablations.names import run_file_names
 from ablations.preemption import TERMINATE
 from ablations.records import (
     INTERRUPTED,
@@ -439,18 +439,19 @@ def export_run(out_dir: Path, run_id: str, loop: RunLoop, *, model: bool = False
     if Path(run_id).name != run_id or run_id.startswith("."):
         raise ValueError(f"run id {run_id!r} is not a plain file name")
     history = loop.history
-    files = {"steps": f"{METRICS}/{run_id}.steps.csv", "evals": f"{METRICS}/{run_id}.evals.csv"}
+    every = run_file_names(run_id)
+    files = {"steps": every["steps"], "evals": every["evals"]}
     _write_csv(out_dir / files["steps"], ["step", "loss"], enumerate(history.losses, start=1))
     names = list(dict.fromkeys(k for e in history.evaluations for k in e if k != "step"))
     rows = ([int(e["step"]), *(e.get(n, "") for n in names)] for e in history.evaluations)
     _write_csv(out_dir / files["evals"], ["step", *names], rows)
     predictions = loop.last_evaluation.predictions if loop.last_evaluation else None
     if predictions is not None:
-        files["predictions"] = f"{PREDICTIONS}/{run_id}.csv"
+        files["predictions"] = every["predictions"]
         columns = zip(predictions.ids, predictions.labels, predictions.predicted, strict=True)
         _write_csv(out_dir / files["predictions"], ["input_id", "label", "predicted"], columns)
     if model:
-        files["model"] = f"{MODELS}/{run_id}.pt"
+        files["model"] = every["model"]
         weights = {k: v.detach().cpu() for k, v in loop.workload.model.state_dict().items()}
         buffer = io.BytesIO()
         torch.save(weights, buffer)

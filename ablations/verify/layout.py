@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ablations.campaign.folder import TOP_LEVEL
+from ablations.names import TOP_LEVEL
 from ablations.verify.files import Problem
 
 EXPECTED_ENTRIES = TOP_LEVEL
