@@ -14,7 +14,7 @@ from ablations.names import TOP_LEVEL
 from ablations.verify.files import Problem
 
 EXPECTED_ENTRIES = TOP_LEVEL
-"""Top-level names of the output folder (DESIGN.md, `campaign_folder`); the relative store's
+"""Top-level names of the output folder (ARCHITECTURE.md, `ablations.names`); the relative store's
 folder besides. `.lock` is the one-writer lock, `ledger.db.lock` the ledger's advisory lock,
 `probe.json` and `PROBE.md` what `ablate probe --out` writes into the campaign's folder."""
 
