@@ -41,7 +41,7 @@ Kind = Literal["run", "preflight"]
 
 def artifact_names(run_id: str) -> dict[str, str]:
     """Every file a run may export, by kind, relative to the folder: rebuilt from the run id
-    (as `ablations.training.driver.export_run` names them), never read from a record."""
+    (as `ablations.training.run_files.write_run_files` names them), never read from a record."""
     return run_file_names(run_id)
 
 
