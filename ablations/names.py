@@ -44,7 +44,8 @@ PLOTS = (EFFECTS_PNG, CURVES_PNG, PER_CLASS_PNG, TIMELINE_PNG)
 LEDGER = "ledger.db"
 """The Optuna study (optuna-dashboard reads it)."""
 LEDGER_LOCK = f"{LEDGER}.lock"
-"""The ledger's advisory lock file."""
+"""The ledger's former advisory lock file: no longer written (the results step is the ledger's
+one writer), still allowed in folders written before."""
 LOCK = ".lock"
 """The one-writer lock of the folder (`folder_lock`)."""
 PROBE_JSON = "probe.json"

@@ -15,8 +15,9 @@ from ablations.verify.files import Problem
 
 EXPECTED_ENTRIES = TOP_LEVEL
 """Top-level names of the output folder (ARCHITECTURE.md, `ablations.names`); the relative store's
-folder besides. `.lock` is the one-writer lock, `ledger.db.lock` the ledger's advisory lock,
-`probe.json` and `PROBE.md` what `ablate probe --out` writes into the campaign's folder."""
+folder besides. `.lock` is the one-writer lock, `ledger.db.lock` the ledger's former lock
+(older folders), `probe.json` and `PROBE.md` what `ablate probe --out` writes into the
+campaign's folder."""
 
 
 def store_entry(store: str) -> str | None:
