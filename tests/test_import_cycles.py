@@ -8,6 +8,7 @@ under `if TYPE_CHECKING:` are for annotations only and do not count.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import ROOT
@@ -45,8 +46,12 @@ def _imports(tree: ast.Module, *, deferred: bool) -> list[ast.Import | ast.Impor
     return found
 
 
-def import_graph(*, deferred: bool) -> dict[str, set[str]]:
-    """Each project module and the project modules it imports (with their packages)."""
+Reader = Callable[[ast.Module], list[ast.Import | ast.ImportFrom]]
+
+
+def import_graph(*, deferred: bool, reader: Reader | None = None) -> dict[str, set[str]]:
+    """Each project module and the project modules it imports (with their packages); `reader`
+    picks a module's imports (by default `_imports`, which leaves out type-only ones)."""
     modules = _modules()
 
     def known(name: str) -> str | None:
@@ -57,7 +62,9 @@ def import_graph(*, deferred: bool) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         targets: set[str] = set()
-        for node in _imports(ast.parse(path.read_text(), str(path)), deferred=deferred):
+        tree = ast.parse(path.read_text(), str(path))
+        nodes = reader(tree) if reader else _imports(tree, deferred=deferred)
+        for node in nodes:
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif node.level == 0 and node.module:
@@ -142,3 +149,105 @@ def test_the_domain_never_imports_prefect_or_the_flows() -> None:
     assert {k: v for k, v in offending.items() if v} == {}
     tasks = {p.name: "flows" in _external_imports(p) for p in (ROOT / "tasks").glob("*.py")}
     assert not any(tasks.values())
+
+
+# -- the package order ------------------------------------------------------------------------
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # the bottom: names, the one atomic writer, the exception tree, small helpers; import nothing
+    # of the project but each other
+    (
+        *("ablations", "ablations.names", "ablations.atomic", "ablations.errors"),
+        *("ablations.units", "ablations.crash_points", "ablations.credentials"),
+        *("ablations.signing", "ablations.preemption", "ablations.entries"),
+    ),
+    ("ablations.plan",),
+    # what one run is, the workload it trains, the hooks it calls, the slots it may get
+    ("ablations.records", "ablations.workload", "ablations.hooks", "ablations.slots.devices"),
+    ("ablations.analysis", "ablations.progress", "ablations.checkpoint", "ablations.workloads"),
+    ("ablations.training",),
+    # the jobs a worker process runs: an external workload's run, a preflight, a probe point
+    ("ablations.byo", "ablations.preflight", "ablations.probe.point"),
+    ("ablations.slots",),
+    ("ablations.probe", "ablations.budget"),
+    # the campaign; the manifest's model with it (`CampaignFolder` reads it; it holds the gate)
+    ("ablations.campaign", "ablations.outputs.manifest"),
+    # this machine's executor: worker processes for a campaign's slots
+    ("ablations.slots.local",),
+    ("ablations.outputs", "ablations.report", "ablations.verify"),
+    ("ablations.cli",),
+    ("tasks",),
+    ("flows",),
+)
+"""The package order, lowest first (ARCHITECTURE.md): a module imports only from its own layer
+or those below, type-only and deferred imports included. A module takes the layer of the
+longest name listed that contains it (`ablations.slots.devices` sits below `ablations.slots`)."""
+
+ORDER_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("ablations.slots.worker", "ablations.outputs.export"): (
+        "the worker runs every job kind, the results step among them (deferred import); goes "
+        "when each job runs itself and the worker knows none (issue 27, item 6)"
+    ),
+    ("ablations.byo.run", "ablations.campaign.folder"): (
+        "takes METRICS and PREDICTIONS only; byo/ was being changed in parallel: import them "
+        "from ablations.names"
+    ),
+}
+"""Imports against the order that remain, each with why; the list may only shrink."""
+
+
+def layer_of(module: str) -> int:
+    """The index in `LAYERS` of the longest listed name that is the module or contains it."""
+    best, found = -1, -1
+    for index, names in enumerate(LAYERS):
+        for name in names:
+            if (module == name or module.startswith(f"{name}.")) and len(name) > best:
+                best, found = len(name), index
+    assert found >= 0, f"{module} is in no layer of LAYERS: add it"
+    return found
+
+
+def against_the_order(graph: dict[str, set[str]]) -> list[str]:
+    """Each import from a lower layer to a higher one, as 'importer -> imported'. A package
+    whose `__init__` imports nothing of the project counts for nothing: importing
+    `ablations.outputs.manifest` runs `ablations/outputs/__init__.py`, which brings in no layer."""
+
+    def empty_package(target: str, targets: set[str]) -> bool:
+        return not graph.get(target) and any(t.startswith(f"{target}.") for t in targets)
+
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if layer_of(target) > layer_of(module)
+        and (module, target) not in ORDER_EXCEPTIONS
+        and not empty_package(target, targets)
+    ]
+
+
+def _all_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+
+
+def test_the_order_finder_names_both_modules() -> None:
+    graph = {"ablations.plan.model": {"ablations.campaign.gate"}, "ablations.campaign.gate": set()}
+    assert against_the_order(graph) == ["ablations.plan.model -> ablations.campaign.gate"]
+
+
+def test_every_import_follows_the_package_order() -> None:
+    """Type-only imports count too: an annotation naming a higher layer's type is a dependency
+    a reader must follow, and the first step of a circle."""
+    graph = import_graph(deferred=True, reader=_all_imports)
+    assert against_the_order(graph) == []
+
+
+def test_the_exceptions_are_still_needed() -> None:
+    graph = import_graph(deferred=True, reader=_all_imports)
+    imports = {(module, target) for module, targets in graph.items() for target in targets}
+    assert sorted(set(ORDER_EXCEPTIONS) - imports) == []
+
+
+def test_the_names_import_nothing_of_the_project() -> None:
+    graph = import_graph(deferred=True, reader=_all_imports)
+    assert graph["ablations.names"] == set()
+    assert graph["ablations.atomic"] == set()

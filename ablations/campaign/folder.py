@@ -5,10 +5,10 @@
     folder.records()                      # every DIR/records/<run_id>.json, as RunRecords
     folder.manifest()                     # DIR/manifest.json as a `Manifest` (read once)
 
-The names below are the output contract (DESIGN.md); no other module spells them. Every write
-goes through a temporary file and a rename (`ablations.atomic`), so a reader never sees half a
-file, and the rename is made durable. Reads return pydantic models, or None where the file
-does not exist (yet).
+The names of the output contract (ARCHITECTURE.md) live in `ablations.names`, re-exported
+here. Every write goes through a temporary file and a rename (`ablations.atomic`), so a
+reader never sees half a file, and the rename is made durable. Reads return pydantic models,
+or None where the file does not exist (yet).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from ablations.atomic import atomic_write_bytes, atomic_write_text
 from ablations.errors import InputError
-from ablations.outputs.manifest import MANIFEST, Manifest, read_manifest
+from ablations.outputs.manifest import Manifest, read_manifest
 from ablations.records import PreflightReport, RunRecord
 
 if TYPE_CHECKING:
@@ -30,66 +30,40 @@ if TYPE_CHECKING:
     from ablations.campaign.gate import GateDecision
     from ablations.plan.model import Plan
 
-"""The index of the folder: campaign, environment, gate, budget, one row per run, file hashes."""
-PLAN = "plan.yaml"
-"""The registered plan, byte for byte as given."""
-REGISTRATION = "registration.json"
-"""Campaign id, plan hash, when it was registered."""
-PROJECTION = "projection.json"
-"""The time and cost projection made at registration, kept as it was."""
-PREFLIGHT = "preflight.json"
-"""The preflight report (data check, restart check)."""
-GATE = "gate.json"
-"""The gate decision (asked once, never again; a `fix` is asked again after preflight)."""
-LOOKS = "looks.json"
-"""The main phase's looks as recorded, in order (each written once, never revisited)."""
-REFRAME_DRAFT = "reframe-draft.yaml"
-"""A draft plan for the revised question, when the gate reframed."""
-RUNS_CSV = "runs.csv"
-"""One flat row per registered run."""
-REPORT = "REPORT.md"
-REPORT_HTML = "REPORT.html"
-"""REPORT.md as one self-contained page (figures inline), beside it."""
-RELOAD = "RELOAD.md"
-"""How to reload each artifact, as commands that work."""
-EFFECTS_PNG = "effects.png"
-PER_CLASS_PNG = "per_class_change.png"
-TIMELINE_PNG = "timeline.png"
-CURVES_PNG = "curves.png"
-PLOTS = (EFFECTS_PNG, CURVES_PNG, PER_CLASS_PNG, TIMELINE_PNG)
-"""The report's plots, beside it."""
-LEDGER = "ledger.db"
-"""The Optuna study (optuna-dashboard reads it)."""
-LEDGER_LOCK = f"{LEDGER}.lock"
-"""The ledger's advisory lock file."""
-LOCK = ".lock"
-"""The one-writer lock of the folder (`folder_lock`)."""
-PROBE_JSON = "probe.json"
-PROBE_MD = "PROBE.md"
-"""What `ablate probe --out DIR` writes (into a campaign's folder too)."""
-
-RECORDS = "records"
-"""One completion record per finished run: `records/<run_id>.json`."""
-METRICS = "metrics"
-"""Per-run step and evaluation metrics: `metrics/<run_id>.steps.csv`, `.evals.csv`."""
-PREDICTIONS = "predictions"
-"""Per-run predictions on the held-out set: `predictions/<run_id>.csv`."""
-MODELS = "models"
-"""Final weights of accepted runs: `models/<run_id>.pt`."""
-RUN_FOLDERS = (METRICS, PREDICTIONS, RECORDS, MODELS)
-"""The folders holding one file (or two) per run."""
-WRITTEN_FOLDERS = ("", *RUN_FOLDERS)
-"""Where the campaign writes files through temporaries (`.<name>.<random>.tmp`, `.part`)."""
-
-TOP_LEVEL = frozenset(
-    {
-        *(MANIFEST, PLAN, RUNS_CSV, REPORT, REPORT_HTML, RELOAD, *PLOTS),
-        *(REGISTRATION, PROJECTION, PREFLIGHT, GATE, LOOKS, REFRAME_DRAFT),
-        *(LEDGER, LEDGER_LOCK, LOCK, PROBE_JSON, PROBE_MD),
-        *RUN_FOLDERS,
-    }
+# The output contract's names live at the bottom (`ablations.names`); re-exported here so
+# `from ablations.campaign.folder import GATE` keeps working.
+from ablations.names import (  # noqa: F401
+    CURVES_PNG,
+    EFFECTS_PNG,
+    GATE,
+    LEDGER,
+    LEDGER_LOCK,
+    LOCK,
+    LOOKS,
+    MANIFEST,
+    METRICS,
+    MODELS,
+    PER_CLASS_PNG,
+    PLAN,
+    PLOTS,
+    PREDICTIONS,
+    PREFLIGHT,
+    PROBE_JSON,
+    PROBE_MD,
+    PROJECTION,
+    RECORDS,
+    REFRAME_DRAFT,
+    REGISTRATION,
+    RELOAD,
+    REPORT,
+    REPORT_HTML,
+    RUN_FOLDERS,
+    RUNS_CSV,
+    TIMELINE_PNG,
+    TOP_LEVEL,
+    WRITTEN_FOLDERS,
+    record_name,
 )
-"""Every name the top of an output folder may hold (besides a relative store's folder)."""
 
 
 class OutsideFolder(InputError):
@@ -134,10 +108,7 @@ class CampaignFolder:
         """`records/<run_id>.json`: the run's completion record."""
         return self.path(self.record_name(run_id))
 
-    @staticmethod
-    def record_name(run_id: str) -> str:
-        """The record's path relative to the folder (as the manifest names it)."""
-        return f"{RECORDS}/{run_id}.json"
+    record_name = staticmethod(record_name)
 
     # -- the registered plan and registration ------------------------------------------------
 

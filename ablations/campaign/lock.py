@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ablations.campaign.folder import LOCK
 from ablations.errors import InputError
+from ablations.names import LOCK
 
 LOCK_NAME = LOCK
 """The lock file's name inside the output folder."""

@@ -13,18 +13,11 @@ import os
 import time
 from pathlib import Path
 
-from ablations.campaign.folder import (
-    LOCK,
-    PLAN,
-    REGISTRATION,
-    WRITTEN_FOLDERS,
-    CampaignFolder,
-    Registration,
-    atomic_write_text,
-    parsed_plan,
-)
+from ablations.atomic import atomic_write_text
+from ablations.campaign.folder import CampaignFolder, Registration, parsed_plan
 from ablations.crash_points import AFTER_PLAN, crash_point
 from ablations.errors import CampaignConflictError, InfrastructureError, InputError
+from ablations.names import LOCK, PLAN, REGISTRATION, WRITTEN_FOLDERS
 from ablations.outputs.manifest import NotACampaignFolder, read_manifest
 from ablations.plan.io import parse_yaml
 from ablations.plan.model import Plan, parse_plan, plan_hash

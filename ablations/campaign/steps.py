@@ -18,7 +18,7 @@ import yaml
 from ablations.budget import Projection, estimate_from_records, project
 from ablations.budget.sizing import size_main
 from ablations.campaign.executor import Executor
-from ablations.campaign.folder import REFRAME_DRAFT, CampaignFolder
+from ablations.campaign.folder import CampaignFolder
 from ablations.campaign.gate import GateDecision, auto_decision
 from ablations.campaign.specs import spec_for
 from ablations.campaign.state import (
@@ -32,6 +32,7 @@ from ablations.campaign.state import (
 )
 from ablations.crash_points import AFTER_GATE, crash_point
 from ablations.errors import CampaignInterrupted, InputError
+from ablations.names import REFRAME_DRAFT
 from ablations.plan.variants import CONTROL
 from ablations.preemption import TERMINATE
 from ablations.records import PreflightReport, RunRecord

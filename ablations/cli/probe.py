@@ -14,9 +14,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ablations.campaign.folder import PROBE_JSON, PROBE_MD
 from ablations.cli.registry import EXIT_OK, command
 from ablations.errors import InputError
+from ablations.names import PROBE_JSON, PROBE_MD
 from ablations.plan.io import load_plan
 from ablations.plan.sections import ADAPTER_ENTRIES
 

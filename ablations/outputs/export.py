@@ -29,23 +29,25 @@ from ablations.budget import (
     planned_vs_realized,
     planned_vs_realized_markdown,
 )
-from ablations.campaign.folder import (
+from ablations.campaign.folder import CampaignFolder
+from ablations.campaign.state import registered_runs, registration_of
+from ablations.credentials import redact_url
+from ablations.names import (
+    DEFAULT_TOLERANCE,
     GATE,
     LOOKS,
     PLAN,
     PLOTS,
     PREFLIGHT,
     PROJECTION,
+    REEVALUATION_DEVICE,
     REFRAME_DRAFT,
     REGISTRATION,
     RELOAD,
     REPORT,
     REPORT_HTML,
     RUNS_CSV,
-    CampaignFolder,
 )
-from ablations.campaign.state import registered_runs, registration_of
-from ablations.credentials import redact_url
 from ablations.outputs.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_runs
 from ablations.outputs.manifest import (
     MANIFEST_FORMAT,
@@ -64,7 +66,6 @@ from ablations.report.build import build_report
 from ablations.report.decision import decision_reached
 from ablations.report.from_folder import report_inputs
 from ablations.units import utc
-from ablations.verify.folder import DEFAULT_TOLERANCE, REEVALUATION_DEVICE
 
 STATE_FILES = (
     ("plan", PLAN),

@@ -5,11 +5,10 @@ Storage: SQLite (`DIR/ledger.db`), not the journal file. Why:
 - `optuna.load_study(storage=URL)` and `optuna-dashboard URL` accept a *string* and read it
   as an SQLAlchemy URL. A journal file needs `JournalStorage(JournalFileBackend(path))` built
   in Python, so its location would not open "as it is" from the manifest.
-- Several slot threads or processes may finish runs at once. SQLite serializes writers with
-  its own file lock; the busy timeout below makes a second writer wait instead of failing,
-  and an advisory lock file (`ledger.db.lock`) makes "is this run already recorded?" and
-  "record it" one atomic step, so a restarted campaign never duplicates a trial. The write
-  rate is one trial per finished run, far below what SQLite's locking can absorb.
+- One writer: the results step records every finished run in one batch (`record_runs`),
+  once per `ablate run`, while that run holds the folder's one-writer lock (`.lock`). It is
+  idempotent per run id, so a restarted campaign never duplicates a trial; the busy timeout
+  below makes it wait for a reader (`ablate verify`) instead of failing.
 
 The manifest holds `sqlite:///ledger.db`, relative to the output folder, so the folder can be
 moved or copied. Open it from inside the folder:
@@ -35,12 +34,8 @@ study's `metric` user attribute names it): a named one would rename the `value` 
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import math
-import os
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -55,8 +50,8 @@ from optuna.distributions import (
 )
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
-from ablations.campaign.folder import LEDGER
 from ablations.errors import InfrastructureError
+from ablations.names import LEDGER
 from ablations.plan.sections import ParamValue
 from ablations.plan.variants import PlannedRun, variants
 from ablations.records import RunRecord, RunStatus
@@ -79,8 +74,6 @@ STATES: dict[RunStatus, TrialState] = {
 }
 """Trial state per run status; statuses absent here (trimmed) record no trial."""
 
-_process_lock = threading.Lock()  # guards the lock-file open itself, not the critical section
-
 
 class LedgerError(InfrastructureError):
     """The ledger cannot be opened or written."""
@@ -89,39 +82,6 @@ class LedgerError(InfrastructureError):
 def absolute_ledger_url(out_dir: Path) -> str:
     """`sqlite:////abs/DIR/ledger.db`: the ledger's URL from any working directory."""
     return f"sqlite:///{(Path(out_dir).resolve() / LEDGER_FILE).as_posix()}"
-
-
-def resolve_ledger_url(url: str, out_dir: Path) -> str:
-    """A manifest's URL made absolute: a relative SQLite path is taken from the output folder."""
-    prefix = "sqlite:///"
-    if url.startswith(prefix) and not url[len(prefix) :].startswith("/"):
-        return f"{prefix}{(Path(out_dir).resolve() / url[len(prefix) :]).as_posix()}"
-    return url
-
-
-def _db_path(url: str) -> Path | None:
-    prefix = "sqlite:///"
-    return Path(url[len(prefix) :]) if url.startswith(prefix) else None
-
-
-@contextlib.contextmanager
-def _locked(url: str) -> Iterator[None]:
-    """Hold an advisory lock beside an SQLite ledger (threads and processes alike)."""
-    path = _db_path(url)
-    if path is None:  # a server database serializes on its own; no file to lock
-        yield
-        return
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _process_lock:
-        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # one open file description per call: threads block too
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def _storage(url: str) -> optuna.storages.RDBStorage:
@@ -176,16 +136,18 @@ def open_ledger(
     url = absolute_ledger_url(Path(location)) if isinstance(location, Path) else location
     if direction is None:
         direction = plan.metric.direction if plan is not None else "maximize"
-    with _locked(url):
-        storage = _storage(url)
-        study = optuna.create_study(
-            storage=storage, study_name=study_name, direction=direction, load_if_exists=True
-        )
-        if plan is not None and SPACE_ATTR not in study.user_attrs:
-            space = {k: distribution_to_json(d) for k, d in search_space(plan).items()}
-            study.set_user_attr(SPACE_ATTR, space)
-            study.set_user_attr("metric", plan.metric.name)
-            study.set_user_attr("question", plan.campaign.question)
+    prefix = "sqlite:///"
+    if url.startswith(prefix):  # SQLite creates the file but not its folder
+        Path(url[len(prefix) :]).parent.mkdir(parents=True, exist_ok=True)
+    storage = _storage(url)
+    study = optuna.create_study(
+        storage=storage, study_name=study_name, direction=direction, load_if_exists=True
+    )
+    if plan is not None and SPACE_ATTR not in study.user_attrs:
+        space = {k: distribution_to_json(d) for k, d in search_space(plan).items()}
+        study.set_user_attr(SPACE_ATTR, space)
+        study.set_user_attr("metric", plan.metric.name)
+        study.set_user_attr("question", plan.campaign.question)
     return study
 
 
@@ -296,49 +258,24 @@ def trials_of(study: optuna.Study, run_id: str) -> list[FrozenTrial]:
     return [t for t in study.get_trials(deepcopy=False) if t.user_attrs.get("run_id") == run_id]
 
 
-def record_run(
-    study: optuna.Study,
-    planned: PlannedRun,
-    record: RunRecord,
-    varied: set[str] | None = None,
-) -> FrozenTrial | None:
-    """Record a finished run as a trial; idempotent per run id. Returns its trial.
-
-    `varied`: the parameters recorded as the trial's params (default: all of them).
-
-    A run already recorded with the same status and steps returns its trial unchanged. A run
-    retried to a different outcome (a failed run rerun to completion) gets a new trial with
-    `attempt` = 2, 3... and `supersedes` = the previous trial's number. Trimmed runs never
-    ran: no trial, None.
-    """
-    _require_same_run(planned, record)
-    if record.status not in STATES:
-        return None
-    with _locked(_url_of(study)):
-        previous = trials_of(study, record.run_id)
-        trial = _new_trial(study, planned, record, previous, varied)
-        if trial is None:
-            return previous[-1]
-        study.add_trial(trial)
-        return trials_of(study, record.run_id)[-1]
-
-
 def record_runs(study: optuna.Study, runs: list[tuple[PlannedRun, RunRecord]]) -> None:
-    """`record_run` for many runs at once: one lock, one read of the study, one write.
+    """Record finished runs as trials, idempotent per run id: one read of the study, one write.
 
-    Each trial's params are the parameters that vary among the accepted runs given."""
+    Each trial's params are the parameters that vary among the accepted runs given. A run
+    already recorded with the same status and steps gets no new trial. A run retried to a
+    different outcome (a failed run rerun to completion) gets a new trial with `attempt` =
+    2, 3... and `supersedes` = the previous trial's number. Trimmed runs never ran: no trial."""
     varied = varied_params(runs)
-    with _locked(_url_of(study)):
-        by_run: dict[str, list[FrozenTrial]] = {}
-        for known in study.get_trials(deepcopy=False):
-            by_run.setdefault(str(known.user_attrs.get("run_id")), []).append(known)
-        new = []
-        for planned, record in runs:
-            _require_same_run(planned, record)
-            if record.status in STATES:
-                trial = _new_trial(study, planned, record, by_run.get(record.run_id, []), varied)
-                new += [trial] if trial is not None else []
-        study.add_trials(new)
+    by_run: dict[str, list[FrozenTrial]] = {}
+    for known in study.get_trials(deepcopy=False):
+        by_run.setdefault(str(known.user_attrs.get("run_id")), []).append(known)
+    new = []
+    for planned, record in runs:
+        _require_same_run(planned, record)
+        if record.status in STATES:
+            trial = _new_trial(study, planned, record, by_run.get(record.run_id, []), varied)
+            new += [trial] if trial is not None else []
+    study.add_trials(new)
 
 
 def _require_same_run(planned: PlannedRun, record: RunRecord) -> None:
@@ -369,9 +306,3 @@ def _new_trial(
         trial.set_user_attr("attempt", len(previous) + 1)
         trial.set_user_attr("supersedes", previous[-1].number)
     return trial
-
-
-def _url_of(study: optuna.Study) -> str:
-    storage: Any = study._storage
-    inner = getattr(storage, "_backend", storage)  # unwrap optuna's _CachedStorage
-    return str(getattr(inner, "url", ""))

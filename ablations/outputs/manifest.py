@@ -26,6 +26,7 @@ from ablations.analysis.looks import LookRecord
 from ablations.budget import PlannedVsRealized
 from ablations.campaign.gate import GateDecision
 from ablations.errors import InputError
+from ablations.names import MANIFEST
 from ablations.plan.sections import Category, ParamValue
 from ablations.plan.variants import Phase, PlannedRun
 from ablations.records import (
@@ -43,10 +44,6 @@ from ablations.records import (
 
 MANIFEST_FORMAT = 2
 """2: per-run `artifacts` are lists of {kind, path, sha256, bytes}; campaign `files` likewise."""
-
-
-MANIFEST = "manifest.json"
-"""The manifest's name in the output folder (`CampaignFolder` re-exports it)."""
 
 
 class NotACampaignFolder(InputError):

@@ -11,12 +11,9 @@ from __future__ import annotations
 import json
 import shlex
 
-from ablations.campaign.folder import RELOAD
+from ablations.names import DEFAULT_TOLERANCE
 from ablations.outputs.manifest import Manifest, ManifestRun
 from ablations.plan.model import Plan
-from ablations.verify.folder import DEFAULT_TOLERANCE
-
-RELOAD_FILE = RELOAD
 
 
 def _example(runs: list[ManifestRun]) -> ManifestRun | None:

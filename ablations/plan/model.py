@@ -16,7 +16,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from ablations.errors import PlanError, Problem
+from ablations.errors import InputError, PlanError, Problem
 from ablations.plan.design import SeedsField, SequentialSeeds, look_sizes, seed_list
 from ablations.plan.sections import (
     PLACEHOLDER,
@@ -41,8 +41,9 @@ from ablations.plan.sections import (
 _PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class CrossFieldError(ValueError):
-    """Carries several problems out of a model validator (pydantic keeps the exception)."""
+class CrossFieldError(InputError, ValueError):
+    """Carries several problems out of a model validator (pydantic keeps the exception: a
+    `ValueError` is what a validator may raise; an `InputError` is its cause)."""
 
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems

@@ -11,18 +11,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ablations.preflight.verdict import (
+    Continuation,
     RestartReference,
     check_spec,
     reload_failed,
     verdict,
 )
 from ablations.records import PreflightReport, Record, RunError, RunSpec, Stop
-
-if TYPE_CHECKING:
-    from ablations.slots.worker import SlotWorker
 
 
 class PreflightStart(Record):
@@ -48,9 +46,22 @@ class PreflightStart(Record):
         )
 
 
+class PreflightWorker(Protocol):
+    """What the preflight asks of a worker process (`ablations.slots.worker.SlotWorker`
+    conforms): the preflight sits below the slots and talks to them through this."""
+
+    def preflight_start(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightStart:
+        """The data check and the restart check up to its verdict, in the worker's process."""
+        ...
+
+    def continue_check(self, spec: RunSpec, until: int) -> Continuation:
+        """The restart check's continuation, from the reference's checkpoint."""
+        ...
+
+
 def preflight_across(
-    slot: SlotWorker,
-    other: Callable[[], AbstractContextManager[SlotWorker]],
+    slot: PreflightWorker,
+    other: Callable[[], AbstractContextManager[PreflightWorker]],
     spec: RunSpec,
     expected_inputs: dict[str, int] | None,
 ) -> PreflightReport:

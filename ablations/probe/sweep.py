@@ -27,8 +27,8 @@ from typing import Literal
 from pydantic import ValidationError
 
 from ablations.atomic import atomic_write_text
-from ablations.campaign.folder import PROBE_JSON, PROBE_MD
 from ablations.errors import InputError, WorkloadError
+from ablations.names import PROBE_JSON, PROBE_MD
 from ablations.plan.model import Plan, plan_hash
 from ablations.plan.sections import RunEstimate
 from ablations.plan.variants import Variant

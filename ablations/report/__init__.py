@@ -1,6 +1,6 @@
 """The campaign report: REPORT.md with effects, errors, budget and plots, and its rebuild."""
 
-from ablations.campaign.folder import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
+from ablations.names import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.decision import decision_reached
 from ablations.report.from_folder import ReportError, rebuild_report

@@ -15,7 +15,7 @@ import io
 import re
 from pathlib import Path
 
-from ablations.campaign.folder import REPORT, REPORT_HTML
+from ablations.names import REPORT, REPORT_HTML
 from ablations.report.md_html import IMAGE
 
 FIGURE_PIXELS = 1000

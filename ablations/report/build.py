@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ablations.campaign.folder import (
+from ablations.campaign.folder import CampaignFolder
+from ablations.names import (
     CURVES_PNG,
     EFFECTS_PNG,
     PER_CLASS_PNG,
     REPORT,
     REPORT_HTML,
     TIMELINE_PNG,
-    CampaignFolder,
 )
 from ablations.report.curves import plot_curves
 from ablations.report.html_page import render_html

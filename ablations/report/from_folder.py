@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ablations.campaign.folder import MANIFEST, PLAN
 from ablations.errors import InputError
+from ablations.names import MANIFEST, PLAN
 from ablations.outputs.manifest import BudgetSummary, ManifestRun, read_manifest
 from ablations.plan.io import load_plan
 from ablations.report.build import REPORT_FILE, build_report

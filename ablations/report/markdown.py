@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from ablations.analysis import Effect, ErrorAnalysis, run_reason
-from ablations.campaign.folder import CURVES_PNG, EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
+from ablations.names import CURVES_PNG, EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.decision import decision_reached
 from ablations.report.inputs import ReportInputs, ReportRun
 from ablations.units import metric, significant

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ablations.campaign.folder import METRICS, MODELS, PREDICTIONS
 from ablations.errors import short_repr
+from ablations.names import run_file_names
 from ablations.records import PreflightReport, RunRecord, RunSpec
 from ablations.signing import UntrustedObject, sign, signing_key, verify
 
@@ -41,13 +41,8 @@ Kind = Literal["run", "preflight"]
 
 def artifact_names(run_id: str) -> dict[str, str]:
     """Every file a run may export, by kind, relative to the folder: rebuilt from the run id
-    (as `ablations.training.driver.export_run` names them), never read from a record."""
-    return {
-        "steps": f"{METRICS}/{run_id}.steps.csv",
-        "evals": f"{METRICS}/{run_id}.evals.csv",
-        "predictions": f"{PREDICTIONS}/{run_id}.csv",
-        "model": f"{MODELS}/{run_id}.pt",
-    }
+    (as `ablations.training.run_files.write_run_files` names them), never read from a record."""
+    return run_file_names(run_id)
 
 
 def _identity(spec: RunSpec, kind: Kind, attempt: str) -> dict[str, Any]:

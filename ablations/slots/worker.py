@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ablations.preemption import TERMINATE, listen_for_sigterm
-from ablations.preflight.across import PreflightStart
+from ablations.preflight.across import PreflightStart, PreflightWorker
 from ablations.preflight.verdict import Continuation
 from ablations.progress import say
 from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
@@ -404,3 +404,7 @@ class SlotWorker:
             return
         with contextlib.suppress(OSError):  # a broken pipe: it is gone already
             self._conn.send(Finish())
+
+
+def _conforms(worker: SlotWorker) -> PreflightWorker:  # typed conformance check: mypy fails here
+    return worker

@@ -19,20 +19,16 @@ drives two loops with them (advance, save, advance; resume, advance) and compare
 
 from __future__ import annotations
 
-import csv
-import io
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ablations.atomic import atomic_write_bytes, atomic_write_text
-from ablations.campaign.folder import METRICS, MODELS, PREDICTIONS
-from ablations.errors import WorkloadError
+from ablations.errors import InfrastructureError, WorkloadError
 from ablations.hooks import CheckpointHook, RunHistory
 from ablations.preemption import TERMINATE
 from ablations.records import (
@@ -48,6 +44,7 @@ from ablations.records import (
     rejection_of,
 )
 from ablations.training.memory import PhaseMemory
+from ablations.training.run_files import write_run_files
 from ablations.training.stop_rules import (
     NoUsableRestart,
     meets_threshold,
@@ -61,8 +58,10 @@ RestartCheck = Callable[[RunSpec], Stop | None]
 """Returns a `restart` stop when the run's checkpoints cannot be reloaded exactly."""
 
 
-class Interrupted(Exception):
-    """A run ended by a terminate request at `step`, its checkpoint there saved or not."""
+class Interrupted(InfrastructureError):
+    """A run ended by a terminate request at `step`, its checkpoint there saved or not: the
+    machine is being taken away, a cause of the infrastructure (as `CampaignInterrupted`).
+    The driver catches it and records the run as interrupted; it never reaches a caller."""
 
     def __init__(self, step: int, *, saved: bool) -> None:
         super().__init__(f"interrupted at step {step}")
@@ -337,7 +336,14 @@ def execute(
         # Only an accepted run's weights are a result worth keeping beside the report.
         keep_model = _status(spec, stop, error, metrics) == "accepted"
         try:
-            artifacts = export_run(Path(spec.out_dir), spec.run_id, loop, model=keep_model)
+            last = loop.last_evaluation
+            artifacts = write_run_files(
+                Path(spec.out_dir),
+                spec.run_id,
+                loop.history,
+                last.predictions if last else None,
+                loop.workload.model if keep_model else None,
+            )
         except Exception as exc:
             error = error or _error(exc)
         timings.export += time.perf_counter() - exporting
@@ -428,40 +434,3 @@ def _device_of(loop: RunLoop) -> str:
     """The device the model's parameters are on (what the run really used)."""
     parameter = next(iter(loop.workload.model.parameters()), None)
     return str(parameter.device if parameter is not None else loop.device)
-
-
-def export_run(out_dir: Path, run_id: str, loop: RunLoop, *, model: bool = False) -> dict[str, str]:
-    """Write the run's step losses, evaluations and final predictions; kind -> relative path.
-
-    With `model`, also the final weights as `models/<run_id>.pt`: the model's `state_dict`
-    on the CPU and nothing else, so `torch.load(weights_only=True)` reads it and the folder
-    re-evaluates on its own after the checkpoint store is pruned or gone."""
-    if Path(run_id).name != run_id or run_id.startswith("."):
-        raise ValueError(f"run id {run_id!r} is not a plain file name")
-    history = loop.history
-    files = {"steps": f"{METRICS}/{run_id}.steps.csv", "evals": f"{METRICS}/{run_id}.evals.csv"}
-    _write_csv(out_dir / files["steps"], ["step", "loss"], enumerate(history.losses, start=1))
-    names = list(dict.fromkeys(k for e in history.evaluations for k in e if k != "step"))
-    rows = ([int(e["step"]), *(e.get(n, "") for n in names)] for e in history.evaluations)
-    _write_csv(out_dir / files["evals"], ["step", *names], rows)
-    predictions = loop.last_evaluation.predictions if loop.last_evaluation else None
-    if predictions is not None:
-        files["predictions"] = f"{PREDICTIONS}/{run_id}.csv"
-        columns = zip(predictions.ids, predictions.labels, predictions.predicted, strict=True)
-        _write_csv(out_dir / files["predictions"], ["input_id", "label", "predicted"], columns)
-    if model:
-        files["model"] = f"{MODELS}/{run_id}.pt"
-        weights = {k: v.detach().cpu() for k, v in loop.workload.model.state_dict().items()}
-        buffer = io.BytesIO()
-        torch.save(weights, buffer)
-        atomic_write_bytes(out_dir / files["model"], buffer.getvalue())
-    return files
-
-
-def _write_csv(path: Path, header: list[str], rows: Iterable[Iterable[object]]) -> None:
-    """Write the whole CSV through the folder's atomic writer: readers never see half a file."""
-    text = io.StringIO(newline="")
-    writer = csv.writer(text)
-    writer.writerow(header)
-    writer.writerows(rows)  # floats as repr: they read back bit for bit
-    atomic_write_text(path, text.getvalue())

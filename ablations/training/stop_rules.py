@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from ablations.errors import AblationError, WorkloadError
+from ablations.errors import WorkloadError
 from ablations.plan.sections import (
     NonFiniteLossRule,
     QualityRule,
@@ -21,11 +21,12 @@ from ablations.records import Stop
 from ablations.workload import InputReport
 
 
-class NoUsableRestart(AblationError):
+class NoUsableRestart(WorkloadError):
     """Raised by a checkpoint hook or restart check: this run cannot be restarted exactly.
 
     The driver turns it into a `restart` stop instead of a failure, because it is the
-    registered outcome of a check, not a bug."""
+    registered outcome of a check, not a bug; should one ever escape, its cause is the
+    workload's checkpoints (an input: exit 2)."""
 
     def __init__(self, message: str, step: int = 0) -> None:
         super().__init__(message)

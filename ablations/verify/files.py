@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ablations.campaign.folder import MANIFEST
 from ablations.credentials import find_credentials, secret_values
+from ablations.names import MANIFEST
 from ablations.outputs.manifest import FileEntry
 
 SCAN_LIMIT_BYTES = 256 << 20

@@ -27,20 +27,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ablations.campaign.folder import (
+from ablations.campaign.folder import CampaignFolder, Registration
+from ablations.errors import AblationError
+from ablations.names import (
+    CROSS_DEVICE_TOLERANCE,
+    DEFAULT_TOLERANCE,
     LEDGER,
     MANIFEST,
     PLAN,
     RECORDS,
+    REEVALUATION_DEVICE,
     REGISTRATION,
     RELOAD,
     REPORT,
     RUN_FOLDERS,
     RUNS_CSV,
-    CampaignFolder,
-    Registration,
 )
-from ablations.errors import AblationError
 from ablations.outputs.manifest import Manifest, ManifestRun, read_manifest
 from ablations.verify.files import (
     Problem,
@@ -52,15 +54,6 @@ from ablations.verify.files import (
 )
 from ablations.verify.layout import scan_layout
 
-DEFAULT_TOLERANCE = 1e-6
-"""Absolute difference allowed between a re-evaluated and the recorded metric, for a run that
-trained on the CPU. The same weights evaluated by the same code on the CPU give the same
-numbers up to float summation order; one changed prediction on digits' 364 held-out inputs
-moves accuracy by 2.7e-3, so any real difference is far above this."""
-CROSS_DEVICE_TOLERANCE = 1e-2
-"""The same, for a run that trained on a GPU and is re-evaluated on the CPU: logits differ by
-float noise there, which may flip a near-tied prediction or two (untested without a GPU)."""
-REEVALUATION_DEVICE = "cpu"
 REQUIRED = (
     *("campaign_id", "plan_hash", "code_version", "environment", "ledger_url", "gate"),
     *("budget", "runs", "files"),

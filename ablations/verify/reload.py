@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ablations.campaign.folder import LEDGER, MANIFEST, PLAN
 from ablations.credentials import USERINFO
+from ablations.names import LEDGER, MANIFEST, PLAN
 from ablations.outputs.manifest import Manifest, ManifestRun
 from ablations.plan.model import Plan
 from ablations.verify.files import Problem, load_weights

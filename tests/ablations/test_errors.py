@@ -20,9 +20,9 @@ from ablations.cli import registry as cli_registry
 from ablations.errors import AblationError, InfrastructureError, InputError
 from tests.conftest import ROOT
 
-NOT_A_CAUSE = {"NoUsableRestart"}
-"""Raised by a restart check and turned into a `restart` stop by the driver: an outcome that
-never reaches a caller, so it has no cause to name."""
+NOT_A_CAUSE: set[str] = set()
+"""Errors exempt from naming a cause: none (`NoUsableRestart`, once exempt, is a
+`WorkloadError`)."""
 
 
 def _subclasses(base: type[BaseException]) -> set[type[BaseException]]:

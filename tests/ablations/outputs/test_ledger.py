@@ -1,11 +1,9 @@
-"""The Optuna ledger: trials per run, states, attributes, idempotence, concurrent writers."""
+"""The Optuna ledger: trials per run, states, attributes, idempotence."""
 
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,19 +11,18 @@ from pathlib import Path
 import optuna
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from ablations.outputs.ledger import (
     LEDGER_URL,
     STATES,
     absolute_ledger_url,
     open_ledger,
-    record_run,
     record_runs,
-    resolve_ledger_url,
     search_space,
     trials_of,
 )
+from ablations.plan.variants import PlannedRun
 from ablations.records import RunRecord
 from tests.ablations.analysis.synthetic import STOP_MESSAGE, Synthetic, write_synthetic
 
@@ -77,6 +74,13 @@ def assert_ledger_matches_manifest(out_dir: Path) -> optuna.Study:
     return study
 
 
+def record_run(study: optuna.Study, planned: PlannedRun, record: RunRecord) -> FrozenTrial | None:
+    """One run recorded alone (`record_runs` of one); its latest trial, None when it has none."""
+    record_runs(study, [(planned, record)])
+    trials = trials_of(study, planned.run_id)
+    return trials[-1] if trials else None
+
+
 def record_all(out_dir: Path, synthetic: Synthetic) -> optuna.Study:
     study = open_ledger(out_dir, synthetic.plan.campaign.id, plan=synthetic.plan)
     for run in synthetic.runs:
@@ -118,57 +122,6 @@ def test_recording_twice_never_duplicates_a_trial(tmp_path: Path, campaign: Synt
     record_all(tmp_path, campaign)
     study = record_all(tmp_path, campaign)  # a restarted campaign records everything again
     assert len(study.trials) == len(campaign.runs)
-
-
-def test_threads_recording_the_same_run_make_one_trial(tmp_path: Path, campaign: Synthetic) -> None:
-    study = open_ledger(tmp_path, "synthetic", plan=campaign.plan)
-    run = campaign.run("control", 0)
-    assert run.record is not None
-    workers = [
-        threading.Thread(target=record_run, args=(study, run.planned, run.record)) for _ in range(6)
-    ]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    assert len(trials_of(study, run.planned.run_id)) == 1
-
-
-def _record_in_process(out_dir: str, runs: list[tuple[str, str]]) -> None:
-    from ablations.plan.model import parse_plan
-    from ablations.plan.variants import PlannedRun
-    from tests.ablations.analysis.synthetic import PLAN
-
-    study = open_ledger(Path(out_dir), "synthetic", plan=parse_plan(PLAN))
-    for planned, record in runs:
-        record_run(
-            study, PlannedRun.model_validate_json(planned), RunRecord.model_validate_json(record)
-        )
-
-
-@pytest.mark.slow
-def test_processes_writing_at_once_keep_one_trial_per_run(
-    tmp_path: Path, campaign: Synthetic
-) -> None:
-    as_json = [
-        (r.planned.model_dump_json(), r.record.model_dump_json())
-        for r in campaign.runs
-        if r.record is not None
-    ]
-    context = multiprocessing.get_context("spawn")  # a fresh interpreter, like a slot worker
-    workers = [
-        # each writes its own share, then the first three runs that everyone writes too
-        context.Process(
-            target=_record_in_process, args=(str(tmp_path), as_json[i::3] + as_json[:3])
-        )
-        for i in range(3)
-    ]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join(timeout=60)
-    assert [w.exitcode for w in workers] == [0, 0, 0]
-    assert_ledger_matches_manifest(tmp_path)
 
 
 def test_a_retried_run_with_a_new_outcome_is_a_new_attempt(
@@ -219,10 +172,8 @@ def test_search_space_spans_every_variant(campaign: Synthetic) -> None:
     assert space["batch_size"] == IntDistribution(64, 64)
 
 
-def test_relative_url_resolves_from_the_output_folder(tmp_path: Path) -> None:
-    assert resolve_ledger_url(LEDGER_URL, tmp_path) == absolute_ledger_url(tmp_path)
+def test_the_absolute_url_names_the_folders_ledger(tmp_path: Path) -> None:
     assert absolute_ledger_url(tmp_path) == f"sqlite:///{tmp_path.resolve()}/ledger.db"
-    assert resolve_ledger_url("postgresql://h/db", tmp_path) == "postgresql://h/db"
 
 
 @pytest.mark.slow
