@@ -12,7 +12,17 @@ from collections.abc import Iterable
 
 from ablations.errors import WorkloadError, short_repr
 
-BUILTIN_ENTRY_MODULES = frozenset({"ablations.workloads.digits", "ablations.workloads.charlm"})
+BUILTIN_ENTRY_MODULES = frozenset(
+    {
+        "ablations.workloads.digits",
+        "ablations.workloads.charlm",
+        # The framework adapters import only the modules the plan names, and those are checked
+        # against the list too. The command adapter runs any program: never built in (an
+        # operator allows it with `--allow-entry ablations.byo.command`).
+        "ablations.byo.lightning",
+        "ablations.byo.hf",
+    }
+)
 """The workloads this package ships (extend `builtin_entry_modules` with new ones)."""
 
 

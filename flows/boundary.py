@@ -79,5 +79,6 @@ def admitted_plan_text(plan_path: str, plan_yaml: str, out_dir: str) -> str:
     text, source = admitted_text(plan_yaml, plan_path)  # bounded; names a missing plan
     if boundary is not None:
         plan = parse_plan(parse_yaml(text, source), source)
-        require_allowed_entry(plan.workload.entry, boundary.entries)
+        for entry in plan.workload.imported:
+            require_allowed_entry(entry, boundary.entries)
     return text

@@ -188,10 +188,6 @@ ORDER_EXCEPTIONS: dict[tuple[str, str], str] = {
         "the worker runs every job kind, the results step among them (deferred import); goes "
         "when each job runs itself and the worker knows none (issue 27, item 6)"
     ),
-    ("ablations.byo.run", "ablations.campaign.folder"): (
-        "takes METRICS and PREDICTIONS only; byo/ was being changed in parallel: import them "
-        "from ablations.names"
-    ),
 }
 """Imports against the order that remain, each with why; the list may only shrink."""
 

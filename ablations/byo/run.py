@@ -12,19 +12,17 @@ not re-evaluate it.
 from __future__ import annotations
 
 import csv
-import os
 import statistics
 import time
-from collections.abc import Iterable
 from pathlib import Path
 
 import torch
 
 from ablations.byo import ExternalWorkload
 from ablations.byo.session import Session
-from ablations.campaign.folder import METRICS, PREDICTIONS
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.errors import WorkloadError
+from ablations.names import run_file_names
 from ablations.plan.sections import meets_threshold
 from ablations.records import (
     CheckpointSummary,
@@ -36,6 +34,7 @@ from ablations.records import (
     Stop,
     rejection_of,
 )
+from ablations.training.run_files import write_csv
 from ablations.training.stop_rules import NoUsableRestart
 
 PREDICTION_COLUMNS = ["input_id", "label", "predicted"]
@@ -125,15 +124,16 @@ def export(out_dir: Path, run_id: str, session: Session) -> dict[str, str]:
     one; kind -> path relative to `out_dir` (the names a built-in workload's run uses)."""
     if Path(run_id).name != run_id or run_id.startswith("."):
         raise ValueError(f"run id {run_id!r} is not a plain file name")
-    files = {"steps": f"{METRICS}/{run_id}.steps.csv", "evals": f"{METRICS}/{run_id}.evals.csv"}
-    _write_csv(out_dir / files["steps"], ["step", "loss"], session.losses)
+    names_of = run_file_names(run_id)
+    files = {"steps": names_of["steps"], "evals": names_of["evals"]}
+    write_csv(out_dir / files["steps"], ["step", "loss"], session.losses)
     evaluations = session.evaluations
     names = list(dict.fromkeys(k for e in evaluations for k in e if k != "step"))
     rows = ([int(e["step"]), *(e.get(n, "") for n in names)] for e in evaluations)
-    _write_csv(out_dir / files["evals"], ["step", *names], rows)
+    write_csv(out_dir / files["evals"], ["step", *names], rows)
     if session.predictions is not None and session.predictions.is_file():
-        files["predictions"] = f"{PREDICTIONS}/{run_id}.csv"
-        _write_csv(out_dir / files["predictions"], PREDICTION_COLUMNS, _predictions(session))
+        files["predictions"] = names_of["predictions"]
+        write_csv(out_dir / files["predictions"], PREDICTION_COLUMNS, _predictions(session))
     return files
 
 
@@ -152,16 +152,3 @@ def _predictions(session: Session) -> list[list[int]]:
             return [[int(value) for value in row] for row in reader if row]
         except ValueError as exc:
             raise WorkloadError(f"predictions file holds a non-integer value: {exc}") from exc
-
-
-def _write_csv(path: Path, header: list[str], rows: Iterable[Iterable[object]]) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(header)
-        writer.writerows(rows)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)

@@ -169,6 +169,17 @@ class WorkloadSection(Section):
 
     _finite = field_validator("params")(_finite_params)
 
+    @property
+    def imported(self) -> list[str]:
+        """Every `module:attribute` a run imports: the entry and what an adapter names (a
+        server's allow-list must cover each: an allowed adapter imports the user's modules)."""
+        named = [self.entry]
+        if self.lightning is not None:
+            named += [self.lightning.module, self.lightning.data]
+        if self.hf_trainer is not None:
+            named.append(self.hf_trainer)
+        return named
+
     @model_validator(mode="before")
     @classmethod
     def _adapter_entry(cls, data: Any) -> Any:

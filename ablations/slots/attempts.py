@@ -140,7 +140,13 @@ def run_on_host(
     declared this attempt lost and accepted another meanwhile: nothing of it is committed."""
     host = HostSlots.from_env()
     if host.allowed_entries is not None:  # the API reaches this host: refused before import
-        require_allowed_entry(spec.workload, host.allowed_entries)
+        named = [spec.workload]
+        if spec.lightning is not None:
+            named += [spec.lightning.module, spec.lightning.data]
+        if spec.hf_trainer is not None:
+            named.append(spec.hf_trainer)
+        for entry in named:
+            require_allowed_entry(entry, host.allowed_entries)
     store = attempt_store(spec)
     with _heartbeat(store, spec, attempt, host.host), host.lease() as slot:
         if kind == "preflight":
