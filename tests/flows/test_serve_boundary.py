@@ -144,3 +144,28 @@ def test_serve_refuses_an_allow_entry_that_is_not_a_module_name(
         main(["serve", "--allow-entry", "os;import pty"])
     assert exited.value.code == 2
     assert "not a Python module name: 'os;import pty'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("workload", "refused"),
+    [
+        ({"command": ["python", "train.py"]}, "ablations.byo.command"),  # any program: opt-in
+        ({"lightning": {"module": "evil.model:Net", "data": "okpkg.data:Digits"}}, "evil.model"),
+        ({"lightning": {"module": "okpkg.model:Net", "data": "evil.data:Digits"}}, "evil.data"),
+        ({"hf_trainer": "evil.train:make_trainer"}, "evil.train"),
+    ],
+)
+def test_every_module_an_adapter_imports_is_on_the_allow_list(
+    served: Path, tiny_plan: dict[str, Any], workload: dict[str, Any], refused: str
+) -> None:
+    tiny_plan["workload"].update(workload)
+    with pytest.raises(InputError, match=f"'{refused}"):
+        admitted_plan_text("", plan_text(tiny_plan), str(served / "out"))
+
+
+def test_a_lightning_plan_of_allowed_modules_is_admitted(
+    served: Path, tiny_plan: dict[str, Any]
+) -> None:
+    tiny_plan["workload"]["lightning"] = {"module": "okpkg.model:Net", "data": "okpkg.data:D"}
+    text = plan_text(tiny_plan)
+    assert admitted_plan_text("", text, str(served / "out")) == text
