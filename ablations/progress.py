@@ -10,13 +10,9 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from typing import TYPE_CHECKING
 
 from ablations.analysis.looks import LookRecord
 from ablations.records import RunRecord
-
-if TYPE_CHECKING:  # the manifest module imports much of the project; only its type is needed
-    from ablations.outputs.manifest import Manifest
 
 _START = time.monotonic()
 
@@ -124,47 +120,3 @@ def look_markdown(record: LookRecord) -> str:
         f"level {record.level:.3g}.\n\n"
     )
     return head + "\n".join(rows)
-
-
-_NOT_RUN = {
-    "trimmed": "trimmed at the gate",
-    "unneeded": "not needed: its variant was decided at an earlier look",
-    "pending": "not finished",
-}
-
-
-def final_rows(manifest: Manifest, metric: str) -> list[dict[str, object]]:
-    """The main phase's runs table for the UI, the runs that never ran included (trimmed at the
-    gate, or not needed by a look) with why."""
-    rows: list[dict[str, object]] = []
-    for run in manifest.runs:
-        if run.phase != "main":
-            continue
-        record = run.record()
-        if record is not None and run.status != "trimmed":
-            rows += record_rows([record], metric)
-            continue
-        rows.append(
-            {
-                "run": run.run_id,
-                "variant": run.variant,
-                "seed": run.seed,
-                "status": run.status,
-                metric: None,
-                "stop": "",
-                "reason": _NOT_RUN.get(run.status, ""),
-                "seconds": 0.0,
-                "slot": "",
-            }
-        )
-    return rows
-
-
-def decision_sentence(manifest: Manifest) -> str:
-    """The campaign's outcome in one sentence: the report's decision, else the gate's."""
-    if manifest.decision_reached:
-        return manifest.decision_reached
-    gate = manifest.gate
-    if gate is None:
-        return "no decision was reached"
-    return f"gate decided {gate.decision}: {gate.reason}"

@@ -32,11 +32,10 @@ from ablations.campaign.state import (
 )
 from ablations.campaign.steps import gate_decided
 from ablations.errors import InputError
+from ablations.outputs.summary import decision_sentence, final_rows
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
 from ablations.progress import (
-    decision_sentence,
-    final_rows,
     look_lines,
     look_markdown,
     outcome,

@@ -7,6 +7,7 @@ line in `ablations.cli` never imports Prefect.
 from __future__ import annotations
 
 import argparse
+import contextvars
 import os
 import sys
 import threading
@@ -251,9 +252,14 @@ def _off_the_main_thread(call: Callable[[], object]) -> str:
     its running tasks return: the runs would train to their end before being told to save."""
     outcome: dict[str, Any] = {}
 
+    # The caller's context too: `campaign_api` points Prefect at the temporary server through
+    # context variables, which a new thread would not see (Prefect would start a server of its
+    # own, one that outlives a killed campaign).
+    context = contextvars.copy_context()
+
     def target() -> None:
         try:
-            outcome["value"] = call()
+            outcome["value"] = context.run(call)
         except BaseException as exc:  # raised again in the main thread below
             outcome["error"] = exc
 

@@ -31,6 +31,13 @@ def _group(pgid: int) -> list[int]:
     return found
 
 
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+    except OSError:
+        return "?"
+
+
 def _store(campaign: Campaign) -> dict[str, int]:
     store = campaign.out / "ckpt"
     return {str(p): p.stat().st_size for p in store.rglob("*") if p.is_file()}
@@ -56,7 +63,8 @@ def test_killing_only_the_campaign_process_takes_its_workers_and_server_along(
     deadline = time.monotonic() + 5
     while _group(process.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _group(process.pid) == [], "still alive 5 s after the campaign process was killed"
+    alive = {pid: _command(pid) for pid in _group(process.pid)}
+    assert alive == {}, "still alive 5 s after the campaign process was killed"
     written = _store(campaign)
     time.sleep(2)
     assert _store(campaign) == written

@@ -91,7 +91,7 @@ def test_a_pasted_alias_bomb_is_refused_and_never_becomes_the_run_name(
     assert state.is_failed() and "aliases expand to more than" in str(state.message)
     with get_client(sync_client=True) as client:
         name = client.read_flow_run(state.state_details.flow_run_id).name
-    assert name == "ablation-campaign"  # the bounded reader refused it: no 24 MB name
+    assert name == "invalid plan"  # the bounded reader refused it: no 24 MB name
     assert not (served / "out").exists()
 
 
