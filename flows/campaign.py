@@ -14,7 +14,7 @@ from typing import Literal, cast
 
 from prefect import Flow, flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.futures import as_completed
+from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -50,6 +50,7 @@ from flows.live import LiveArtifacts
 from flows.pool import PoolExecutor
 from flows.run_log import run_logger
 from flows.run_names import campaign_run_name
+from tasks.curves import show_curves
 from tasks.gate import recommend_gate, record_gate, resize_after_answer
 from tasks.looks import judge_look, runs_for_look
 from tasks.preflight import run_preflight
@@ -103,6 +104,7 @@ def _main_phase(
 ) -> list[RunRecord]:
     """Look by look: run the look's seeds for the open variants, then decide each of them."""
     records: list[RunRecord] = []
+    drawing: list[PrefectFuture[None]] = []  # the curves after each look, drawn meanwhile
     unneeded = 0  # main runs no look started (trimmed ones were dropped at the gate)
     looks = len(plan.look_sizes)
     for look in range(looks):
@@ -115,10 +117,14 @@ def _main_phase(
             say(line)
         create_markdown_artifact(key=f"look-{look + 1}", markdown=look_markdown(decided))
         if not decided.still_open:
-            break
+            break  # the report's curves follow at once
+        # beside the next look's runs: the flow does not wait for the drawing
+        drawing.append(show_curves.submit(folder, f"after look {look + 1} of {looks}"))
         closed = {j.variant for j in decided.judgements} - set(decided.still_open)
         unneeded += live.drop([r.run_id for r in main if r.variant in closed])
     unneeded += live.drop([r.run_id for r in main])  # whatever no look started
+    for future in drawing:
+        future.wait()
     if unneeded:
         say(f"main: {unneeded} registered runs were not needed (their variants were decided)")
     return records
@@ -185,9 +191,11 @@ def _phases(
     preflight = run_preflight(folder, executor)
     say(f"preflight: {'passed' if preflight.passed else 'FAILED'}")
     pilot_records: list[RunRecord] = []
+    pilot_curves: PrefectFuture[None] | None = None
     if preflight.passed:
         say("pilot")
         pilot_records = _run_phase(folder, executor, pilot, live)
+        pilot_curves = show_curves.submit(folder, "the pilot")  # drawn while the gate decides
         create_table_artifact(
             key="pilot-runs",
             table=record_rows(pilot_records, plan.metric.name),
@@ -214,6 +222,8 @@ def _phases(
         _main_phase(plan, folder, executor, live, main, pilot_records)
     else:
         live.drop(r.run_id for r in main)
+    if pilot_curves is not None:
+        pilot_curves.wait()
     manifest_path = write_results(folder, executor)  # while the executor's slots are open
     manifest = CampaignFolder(Path(folder)).manifest()
     create_table_artifact(

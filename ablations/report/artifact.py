@@ -120,3 +120,27 @@ def report_artifact(out_dir: Path) -> str:
         f"`{html_path}` (open it in a browser; nothing else is needed)."
     )
     return f"{title}\n\n{where}\n{rest}"
+
+
+def curves_so_far(out_dir: Path, title: str) -> str | None:
+    """The learning curves of the runs finished so far, as markdown with the figure inline
+    (the Prefect UI after the pilot and after each look); None before any run has metrics."""
+    import tempfile
+
+    from ablations.campaign.state import load_records, registered_plan, registered_runs
+    from ablations.report.curves import plot_curves
+    from ablations.report.inputs import ReportRun
+
+    plan = registered_plan(out_dir)
+    records = load_records(out_dir)
+    runs = [
+        ReportRun(planned=p, record=records.get(p.run_id))
+        for p in registered_runs(out_dir)
+        if p.run_id in records
+    ]
+    with tempfile.TemporaryDirectory(prefix="ablate-curves-") as scratch:
+        drawn = plot_curves(out_dir, runs, plan.metric, Path(scratch) / "curves.png")
+        uri = compact_png_uri(drawn) if drawn is not None else None
+    if uri is None:
+        return None
+    return f"### Learning curves: {title}\n\n![learning curves so far]({uri})\n"

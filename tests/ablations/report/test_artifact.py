@@ -41,3 +41,37 @@ def test_a_narrow_table_stays_a_table() -> None:
     table = "| a | b |\n|---|---|\n| 1 | 2 |"
     assert narrow_tables(table) == table
     assert narrow_tables(table, widest=3) == "- **1**: b: 2"
+
+
+def test_the_curves_so_far_show_the_finished_runs_inline(tmp_path: Path) -> None:
+    import yaml
+
+    from ablations.campaign.state import phase_runs, register, save_record
+    from ablations.records import RunRecord
+    from ablations.report.artifact import curves_so_far
+    from tests.ablations.analysis.synthetic import PLAN
+
+    out = tmp_path / "out"
+    register(yaml.safe_dump(PLAN), out)
+    assert curves_so_far(out, "the pilot") is None  # nothing finished: nothing drawn
+    for run in [r for r in phase_runs(out, "main") if r.seed == 0][:2]:
+        metrics = out / "metrics"
+        metrics.mkdir(exist_ok=True)
+        (metrics / f"{run.run_id}.steps.csv").write_text("step,loss\n1,2.0\n2,1.5\n3,1.0\n")
+        (metrics / f"{run.run_id}.evals.csv").write_text("step,accuracy\n3,0.9\n")
+        save_record(
+            out,
+            RunRecord(
+                run_id=run.run_id, variant=run.variant, seed=0, category=run.category,
+                phase="main", status="accepted", steps_done=3, metrics={"accuracy": 0.9},
+                artifacts={
+                    "steps": f"metrics/{run.run_id}.steps.csv",
+                    "evals": f"metrics/{run.run_id}.evals.csv",
+                },
+            ),
+        )  # fmt: skip
+    markdown = curves_so_far(out, "after look 1 of 4")
+    assert markdown is not None and markdown.startswith("### Learning curves: after look 1 of 4")
+    data = markdown.split("data:image/png;base64,", 1)[1].split(")", 1)[0]
+    with Image.open(io.BytesIO(base64.b64decode(data))) as image:
+        assert image.format == "PNG" and image.width > 100
