@@ -50,13 +50,15 @@ def _candidates(out_dir: Path, main: list[PlannedRun]) -> list[str]:
 
 
 def look_runs(out_dir: Path, look: int) -> list[PlannedRun]:
-    """The main runs look `look` starts: its batch for each open variant and the control."""
+    """The main runs look `look` starts: its batch for each open variant and the control (the
+    first batch of the control always runs: the baseline is a result of its own, even when
+    the gate trimmed every variant)."""
     main = phase_runs(out_dir, "main")
     gate = CampaignFolder(out_dir).gate()
     dropped = set(gate.drop) if gate else set()
     open_now = set(recorded_looks(out_dir).open_at(look, _candidates(out_dir, main)))
-    if not open_now:
-        return []
+    if not open_now and look > 0:
+        return []  # every variant decided: the control needs no more seeds either
     wanted = open_now | {CONTROL}
     return [r for r in main if r.look == look and r.variant in wanted and r.run_id not in dropped]
 
