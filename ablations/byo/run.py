@@ -23,17 +23,16 @@ from ablations.byo.session import Session
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.errors import WorkloadError
 from ablations.names import run_file_names
-from ablations.plan.sections import meets_threshold
 from ablations.records import (
     CheckpointSummary,
     RunEnvironment,
     RunError,
     RunRecord,
     RunSpec,
-    RunStatus,
     Stop,
     rejection_of,
 )
+from ablations.training.driver import run_status
 from ablations.training.run_files import write_csv
 from ablations.training.stop_rules import NoUsableRestart
 
@@ -79,7 +78,7 @@ def execute(
         except Exception as exc:
             error = error or RunError(type=type(exc).__name__, message=str(exc))
         session.timings.export += time.perf_counter() - exporting
-    status = _status(spec, stop, error, metrics)
+    status = run_status(spec, stop, error, metrics)
     return RunRecord(
         run_id=spec.run_id,
         variant=spec.variant,
@@ -104,19 +103,6 @@ def execute(
         checkpoint=summary,
         artifacts=artifacts,
     )
-
-
-def _status(
-    spec: RunSpec, stop: Stop | None, error: RunError | None, metrics: dict[str, float]
-) -> RunStatus:
-    if error is not None:
-        return "failed"
-    if stop is not None:
-        return "stopped"
-    value = metrics.get(spec.metric)
-    if value is not None and meets_threshold(value, spec.direction, spec.threshold):
-        return "accepted"
-    return "rejected"
 
 
 def export(out_dir: Path, run_id: str, session: Session) -> dict[str, str]:

@@ -334,7 +334,7 @@ def execute(
     if spec.out_dir is not None and loop is not None and interrupted is None:
         exporting = time.perf_counter()
         # Only an accepted run's weights are a result worth keeping beside the report.
-        keep_model = _status(spec, stop, error, metrics) == "accepted"
+        keep_model = run_status(spec, stop, error, metrics) == "accepted"
         try:
             last = loop.last_evaluation
             artifacts = write_run_files(
@@ -353,7 +353,7 @@ def execute(
         seed=spec.seed,
         category=spec.category,
         phase=spec.phase,
-        status=_status(spec, stop, error, metrics),
+        status=run_status(spec, stop, error, metrics),
         stop=stop,
         error=error,
         rejection=None if stop or error else rejection_of(spec, metrics, loop.step if loop else 0),
@@ -376,9 +376,11 @@ def execute(
     return record
 
 
-def _status(
+def run_status(
     spec: RunSpec, stop: Stop | None, error: RunError | None, metrics: dict[str, float]
 ) -> RunStatus:
+    """A finished run's status: failed (crashed), stopped (a rule), else accepted or rejected
+    by its final metric against the threshold (the driver's and every adapter's runs alike)."""
     if error is not None:
         return "failed"
     if stop is not None:
