@@ -32,7 +32,7 @@ from ablations.records import (
     Stop,
     rejection_of,
 )
-from ablations.training.driver import run_status
+from ablations.training.driver import Interrupted, interrupted_error, run_status
 from ablations.training.run_files import write_csv
 from ablations.training.stop_rules import NoUsableRestart
 
@@ -51,7 +51,9 @@ def execute(
     try:
         factory.run_external(spec, session)
         stop = session.stop
-        if stop is None and session.step < session.end:
+        if session.interrupted_at is not None:
+            pass  # preempted: recorded as interrupted below, once its save is committed
+        elif stop is None and session.step < session.end:
             raise WorkloadError(
                 f"the training code ended at step {session.step} of {session.end} without "
                 "being asked to stop"
@@ -68,10 +70,15 @@ def execute(
         summary = session.close()
     except Exception as exc:
         error = error or RunError(type=type(exc).__name__, message=str(exc))
+    if session.interrupted_at is not None and error is None:
+        section = spec.checkpoint
+        saved = session.checkpoints is not None and section is not None and section.on_terminate
+        error = interrupted_error(Interrupted(session.interrupted_at, saved=saved), summary)
     metrics = dict(session.evaluations[-1]) if session.evaluations else {}
     metrics.pop("step", None)
     artifacts: dict[str, str] = {}
-    if spec.out_dir is not None:
+    # An interrupted run is not finished: its rerun exports.
+    if spec.out_dir is not None and session.interrupted_at is None:
         exporting = time.perf_counter()
         try:
             artifacts = export(Path(spec.out_dir), spec.run_id, session)

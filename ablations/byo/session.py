@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.errors import StoreError, WorkloadError
+from ablations.preemption import TERMINATE
 from ablations.records import CheckpointSummary, RunSpec, Stop, Timings
 from ablations.training.stop_rules import non_finite_stop, quality_stop
 
@@ -75,6 +76,8 @@ class Session:
         self.end = spec.until if spec.until is not None else spec.steps
         self.step = 0
         self.resumed_step = 0
+        self.interrupted_at: int | None = None
+        """The step at which a terminate request (`ablations.preemption`) ended the run."""
         self.losses: list[tuple[int, float]] = []
         """(step, training loss) of every report that carried one."""
         self.evaluations: list[dict[str, float]] = []
@@ -183,6 +186,11 @@ class Session:
                 )
         if self.stop is not None:
             return Reply(checkpoint=False, stop=True)
+        if TERMINATE.requested:  # preemption: commit this step (as the plan says) and stop
+            self.interrupted_at = step
+            section = spec.checkpoint
+            save = self.checkpoints is not None and section is not None and section.on_terminate
+            return Reply(checkpoint=save, stop=True)
         done = step >= self.end
         due = self._requested.is_set() or step == spec.until
         if self.checkpoints is not None and not due:

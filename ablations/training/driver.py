@@ -325,7 +325,7 @@ def execute(
             error = error or _error(exc)
         timings.checkpoint += time.perf_counter() - closing
     if interrupted is not None:  # after close: the save at its step is committed, or not
-        error = error or _interrupted_error(interrupted, summary)
+        error = error or interrupted_error(interrupted, summary)
     history = loop.history if loop is not None else RunHistory()
     metrics = dict(history.evaluations[-1]) if history.evaluations else {}
     metrics.pop("step", None)
@@ -391,7 +391,7 @@ def run_status(
     return "rejected"
 
 
-def _interrupted_error(interrupted: Interrupted, summary: CheckpointSummary) -> RunError:
+def interrupted_error(interrupted: Interrupted, summary: CheckpointSummary) -> RunError:
     """An infrastructure cause: the rerun resumes the run from what it committed."""
     step = interrupted.step
     committed = (
