@@ -14,7 +14,7 @@ to `session` and obeying its replies (see `ExternalWorkload`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 if TYPE_CHECKING:
     from ablations.byo.session import Session
@@ -29,7 +29,7 @@ class ExternalWorkload(Protocol):
         ...
 
 
-def is_external(factory: Any) -> bool:
+def is_external(factory: Any) -> TypeGuard[ExternalWorkload]:
     """Whether a loaded workload entry runs its own loop (`run_external`)."""
     return callable(getattr(factory, "run_external", None))
 

@@ -31,7 +31,7 @@ def run_spec(spec: RunSpec) -> RunRecord:
     if is_external(factory):  # its framework owns the loop: ablations.byo
         from ablations.byo.run import execute as execute_external
 
-        return execute_external(spec, factory, hook)  # type: ignore[arg-type]
+        return execute_external(spec, factory, hook)
     return execute(spec, hook)
 
 
@@ -58,7 +58,11 @@ def preflight_start(
             check = getattr(factory, "preflight", None)
             if callable(check):
                 check(spec)  # the framework and the user's classes import: raises otherwise
-            return PreflightStart(seconds=time.perf_counter() - started)
+            if spec.stop_rules.restart.enabled and spec.checkpoint is not None:
+                from ablations.byo.restart import external_restart_check
+
+                restart = external_restart_check(spec, factory)
+            return PreflightStart(restart=restart, seconds=time.perf_counter() - started)
         workload = factory.build(
             spec.params, seed=spec.seed, device=torch.device(spec.device), steps=spec.steps
         )

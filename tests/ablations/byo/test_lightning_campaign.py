@@ -17,7 +17,13 @@ pytestmark = pytest.mark.slow
 INTERVAL = 20
 PLAN: dict[str, Any] = {
     "campaign": {"id": "byo-l", "question": "Does the step size matter?", "decision": "lr"},
-    "workload": {"lightning": LIGHTNING, "steps": 100, "eval_every": 25},
+    # a resumable loader: the preflight's restart check needs an exact resume
+    "workload": {
+        "lightning": LIGHTNING,
+        "steps": 100,
+        "eval_every": 25,
+        "params": {"resumable": True},
+    },
     "control": {"params": {"lr": 0.05}},
     "factors": {"lr": {"category": "essential", "levels": [0.1, 10000.0]}},
     "seeds": [0, 1],
