@@ -97,6 +97,39 @@ class Judgement(BaseModel):
     for a claim, and when its mean sits on an edge of the band)."""
     note: str
 
+    @classmethod
+    def without_interval(
+        cls,
+        variant: str,
+        look: int,
+        boundary: LookBoundary,
+        *,
+        verdict: Verdict,
+        decided: bool,
+        note: str,
+        n_pairs: int = 0,
+        mean_diff: float | None = None,
+    ) -> Judgement:
+        """A judgement with no interval: fewer than two pairs, or a verdict from the runs."""
+        return cls(
+            variant=variant,
+            look=look,
+            n_pairs=n_pairs,
+            mean_diff=mean_diff,
+            sd=None,
+            df=None,
+            pooled=False,
+            ci_low=None,
+            ci_high=None,
+            level=boundary.level,
+            alpha_spent=boundary.alpha_spent,
+            verdict=verdict,
+            decided=decided,
+            futile=False,
+            seeds_needed=None,
+            note=note,
+        )
+
 
 def claim_chance(
     gain: float, sd: float, df: float, n: int, design: LookDesign, metric: MetricSection
@@ -164,23 +197,15 @@ def _judge(
     boundary = design.boundary(look)
     final = look == len(design.looks) - 1
     if n < 2:
-        return Judgement(
-            variant=name,
-            look=look,
-            n_pairs=n,
-            mean_diff=mean if n else None,
-            sd=None,
-            df=None,
-            pooled=False,
-            ci_low=None,
-            ci_high=None,
-            level=boundary.level,
-            alpha_spent=boundary.alpha_spent,
+        return Judgement.without_interval(
+            name,
+            look,
+            boundary,
             verdict="inconclusive",
             decided=final,
-            futile=False,
-            seeds_needed=None,
             note=f"{n} pair(s): no interval" + ("; ended at the last look" if final else ""),
+            n_pairs=n,
+            mean_diff=mean if n else None,
         )
     sd = math.sqrt(variance)
     half = critical_value(df, boundary.level) * sd / math.sqrt(n)

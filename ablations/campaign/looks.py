@@ -121,24 +121,8 @@ def _decided_by_runs(
 ) -> Judgement:
     """A variant some of whose runs were stopped, rejected or failed: that is its finding."""
     verdict, note = failure
-    boundary = design.boundary(look)
-    return Judgement(
-        variant=variant,
-        look=look,
-        n_pairs=0,
-        mean_diff=None,
-        sd=None,
-        df=None,
-        pooled=False,
-        ci_low=None,
-        ci_high=None,
-        level=boundary.level,
-        alpha_spent=boundary.alpha_spent,
-        verdict=verdict,
-        decided=True,
-        futile=False,
-        seeds_needed=None,
-        note=note,
+    return Judgement.without_interval(
+        variant, look, design.boundary(look), verdict=verdict, decided=True, note=note
     )
 
 
