@@ -279,7 +279,7 @@ def campaign_flow(opened: Executor | None = None) -> Flow[..., State]:
                 cuda:0,cuda:1. Empty: the plan's. With a pool: the pool's devices in all (auto:
                 its online workers).
             pool: A Prefect process work pool whose workers run each run (deployment
-                `variant/<pool>`). Empty: the runs use this machine's devices.
+                `run/<pool>`). Empty: the runs use this machine's devices.
             heartbeat_timeout_s: With a pool: seconds without a run's heartbeat before its host
                 is presumed lost and the run is submitted again.
         """

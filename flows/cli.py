@@ -56,7 +56,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--pool",
         default=None,
-        help="run each run on this Prefect work pool's workers (deployment variant/POOL); "
+        help="run each run on this Prefect work pool's workers (deployment run/POOL); "
         "--devices then counts the pool's devices",
     )
     p.add_argument(

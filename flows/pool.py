@@ -1,7 +1,7 @@
 """The work-pool executor: a campaign's runs as flow runs of the `variant` deployment.
 
 With `ablate run --pool NAME` each run (and the preflight) is submitted with
-`run_deployment("variant/NAME")`; a worker on a GPU host runs it (`flows/variant.py`,
+`run_deployment("run/NAME")`; a worker on a GPU host runs it (`flows/run.py`,
 `ablations.slots.attempts.run_on_host`). Each submission is an attempt the campaign accepts
 in the store before submitting it; a flow run whose heartbeat stops is set Crashed here and
 the next attempt resumes from the newest checkpoint any attempt committed (the store's layout
@@ -67,7 +67,7 @@ class PoolSettings:
     """Where the campaign sends its runs, and when it gives up on a silent attempt."""
 
     pool: str
-    """The process work pool; its deployment is `variant/<pool>` (see prefect.yaml)."""
+    """The process work pool; its deployment is `run/<pool>` (see prefect.yaml)."""
     heartbeat_timeout_s: float = 120.0
     """A running attempt whose heartbeat has not changed for this long is declared lost:
     long enough to ride out a slow store (S3 reads may take 60 s), short next to a run."""
@@ -82,7 +82,7 @@ class PoolSettings:
 
     @property
     def deployment(self) -> str:
-        return f"variant/{self.pool}"
+        return f"run/{self.pool}"
 
 
 def pool_slots(
@@ -108,7 +108,7 @@ def pool_slots(
 
 
 def require_pool(settings: PoolSettings) -> None:
-    """Refuse, in seconds and before anything runs, a pool (or its `variant/<pool>`
+    """Refuse, in seconds and before anything runs, a pool (or its `run/<pool>`
     deployment) that the configured Prefect server does not know."""
     if not PREFECT_API_URL.value():
         raise InputError(

@@ -1,7 +1,7 @@
 """Work-pool attempts: a run on a pool host's slot, and where each attempt of it writes.
 
 With `ablate run --pool NAME` the campaign (`flows/pool.py`) submits each run (and the
-preflight) as a flow run of the `variant/NAME` deployment; a worker on a GPU host runs it here
+preflight) as a flow run of the `run/NAME` deployment; a worker on a GPU host runs it here
 (`run_on_host`) on one of that host's slots (`ablations.slots.host`). The two sides meet in
 the checkpoint store,
 which every host reaches with its own credentials. Each submission is an *attempt* with an

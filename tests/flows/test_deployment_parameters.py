@@ -80,4 +80,4 @@ def test_the_form_says_which_plan_field_is_required_and_keeps_its_placeholders()
     properties = campaign_deployment("ablate")._parameter_openapi_schema.model_dump()["properties"]
     assert properties["plan_path"]["description"].startswith("Required unless plan_yaml")
     assert properties["plan_yaml"]["description"].startswith("Required unless plan_path")
-    assert "`variant/<pool>`" in properties["pool"]["description"]  # a code span: shown as is
+    assert "`run/<pool>`" in properties["pool"]["description"]  # a code span: shown as is

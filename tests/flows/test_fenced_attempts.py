@@ -175,16 +175,16 @@ def test_a_run_whose_attempts_were_all_lost_fails_for_the_infrastructure_and_a_r
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
     from prefect.states import Crashed
 
-    from flows.variant import variant_run
+    from flows.run import one_run
 
     pool = f"lost-{tmp_path.name[-12:]}".lower().replace("_", "-")
     with get_client(sync_client=True) as client:
         client.create_work_pool(WorkPoolCreate(name=pool, type="process"))
         deployment = client.create_deployment(
-            flow_id=client.create_flow(variant_run),
+            flow_id=client.create_flow(one_run),
             name=pool,
             work_pool_name=pool,
-            entrypoint="flows/variant.py:variant_run",
+            entrypoint="flows/run.py:one_run",
         )
     only_ours = DeploymentFilter(id=DeploymentFilterId(any_=[deployment]))
     done = threading.Event()

@@ -37,14 +37,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_deployment_is_the_one_prefect_yaml_declares() -> None:
-    from flows.variant import variant_run
+    from flows.run import one_run
 
     config = yaml.safe_load((ROOT / "prefect.yaml").read_text())
     [deployment] = config["deployments"]
-    assert deployment["entrypoint"] == f"flows.variant:{variant_run.fn.__name__}"
+    assert deployment["entrypoint"] == f"flows.run:{one_run.fn.__name__}"
     settings = PoolSettings(deployment["work_pool"]["name"])
-    assert settings.deployment == f"{variant_run.name}/{deployment['name']}"
-    assert PoolSettings("other").deployment == f"{variant_run.name}/other"
+    assert settings.deployment == f"{one_run.name}/{deployment['name']}"
+    assert PoolSettings("other").deployment == f"{one_run.name}/other"
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """A campaign on a process work pool: a real server, two workers, one killed mid-run.
 
-Everything on loopback: `prefect server start`, the pool and the `variant/gpus` deployment
+Everything on loopback: `prefect server start`, the pool and the `run/gpus` deployment
 from prefect.yaml (`prefect deploy --all`), two `prefect worker start` processes posing as two
 GPU hosts (distinct ABLATE_HOST and lock folders), and the moto S3 server as the shared store.
 """

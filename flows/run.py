@@ -1,6 +1,6 @@
-"""The `variant` flow: one run (or the preflight) on a slot of the worker's host.
+"""The `run` flow: one run (or the preflight) on a slot of the worker's host.
 
-Deployed on a process work pool by prefect.yaml as `variant/<pool>`; `ablate run --pool`
+Deployed on a process work pool by prefect.yaml as `run/<pool>`; `ablate run --pool`
 submits it once per run (ablations/slots/attempts.py). Each flow run is its own process on the
 host of the worker that picked it up, and leases one of that host's slots there.
 """
@@ -26,8 +26,8 @@ def _run_name() -> str:
     return f"{campaign}: {spec.get('variant')} seed {spec.get('seed')} ({spec.get('phase')})"
 
 
-@flow(name="variant", flow_run_name=_run_name, persist_result=False, log_prints=False)
-def variant_run(
+@flow(name="run", flow_run_name=_run_name, persist_result=False, log_prints=False)
+def one_run(
     spec: RunSpec,
     kind: Literal["run", "preflight"] = "run",
     expected_inputs: dict[str, int] | None = None,
