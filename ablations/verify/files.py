@@ -1,6 +1,6 @@
 """File-level checks of `ablate verify`: present, non-empty, the recorded sha256, and it parses.
 
-Each check returns the problems it found as `Problem(file, message)`; nothing raises for a
+Each check returns the problems it found as `FolderProblem(file, message)`; nothing raises for a
 damaged file. Loading never executes a pickle (`torch.load(weights_only=True)`).
 """
 
@@ -37,7 +37,7 @@ TERMINAL_CODES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
 @dataclass(frozen=True)
-class Problem:
+class FolderProblem:
     """One thing wrong with the folder: the file it is about, and what is wrong."""
 
     file: str
@@ -57,31 +57,33 @@ def _digest(path: Path) -> str:
     return sha.hexdigest()
 
 
-def check_entry(out_dir: Path, entry: FileEntry | dict[str, Any], owner: str) -> list[Problem]:
+def check_entry(
+    out_dir: Path, entry: FileEntry | dict[str, Any], owner: str
+) -> list[FolderProblem]:
     """One manifest file entry {kind, path, sha256, bytes}: present, intact, and it loads."""
     if not isinstance(entry, FileEntry):
         try:
             entry = FileEntry.model_validate(entry)
         except ValidationError:
-            return [Problem(MANIFEST, f"{owner}: malformed file entry {entry!r}")]
+            return [FolderProblem(MANIFEST, f"{owner}: malformed file entry {entry!r}")]
     relative, kind = entry.path, entry.kind
     pure = PurePosixPath(relative)
     if pure.is_absolute() or ".." in pure.parts or not relative:
-        return [Problem(MANIFEST, f"{owner}: {relative!r} is not a path inside the folder")]
+        return [FolderProblem(MANIFEST, f"{owner}: {relative!r} is not a path inside the folder")]
     path = out_dir / relative
     if not path.is_file():
-        return [Problem(relative, f"missing ({kind} of {owner})")]
+        return [FolderProblem(relative, f"missing ({kind} of {owner})")]
     size = path.stat().st_size
     if size == 0:
-        return [Problem(relative, f"is empty ({kind} of {owner})")]
+        return [FolderProblem(relative, f"is empty ({kind} of {owner})")]
     if entry.sha256 is None:
-        return [Problem(relative, "was missing when manifest.json was written")]
+        return [FolderProblem(relative, "was missing when manifest.json was written")]
     if entry.bytes is not None and size != entry.bytes:
-        return [Problem(relative, f"has {size} bytes, manifest.json says {entry.bytes}")]
+        return [FolderProblem(relative, f"has {size} bytes, manifest.json says {entry.bytes}")]
     if _digest(path) != entry.sha256:
-        return [Problem(relative, "sha256 differs from manifest.json (changed or corrupt)")]
+        return [FolderProblem(relative, "sha256 differs from manifest.json (changed or corrupt)")]
     reason = load_problem(path, kind)
-    return [Problem(relative, reason)] if reason else []
+    return [FolderProblem(relative, reason)] if reason else []
 
 
 def load_problem(path: Path, kind: str) -> str | None:
@@ -163,7 +165,7 @@ def folder_files(out_dir: Path) -> Iterator[Path]:
     return iter(sorted(p for p in out_dir.rglob("*") if p.is_file()))
 
 
-def scan_credentials(out_dir: Path) -> list[Problem]:
+def scan_credentials(out_dir: Path) -> list[FolderProblem]:
     """Files that hold a credential: a secret-named variable's value, user:password@, a key id."""
     secrets = secret_values()
     problems = []
@@ -171,14 +173,18 @@ def scan_credentials(out_dir: Path) -> list[Problem]:
         if path.stat().st_size > SCAN_LIMIT_BYTES:
             continue
         for what in find_credentials(path.read_bytes(), secrets):
-            problems.append(Problem(str(path.relative_to(out_dir)), f"holds a credential: {what}"))
+            problems.append(
+                FolderProblem(str(path.relative_to(out_dir)), f"holds a credential: {what}")
+            )
     return problems
 
 
-def scan_leftovers(out_dir: Path) -> list[Problem]:
+def scan_leftovers(out_dir: Path) -> list[FolderProblem]:
     """Temporary files of interrupted atomic writes (`.<name>.<...>.tmp`)."""
     return [
-        Problem(str(p.relative_to(out_dir)), "is a leftover temporary file of an interrupted write")
+        FolderProblem(
+            str(p.relative_to(out_dir)), "is a leftover temporary file of an interrupted write"
+        )
         for p in folder_files(out_dir)
         if p.name.startswith(".") and p.name.endswith((".tmp", ".part"))
     ]
@@ -195,7 +201,7 @@ def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
             yield from _strings(item, f"{where}[{i}]")
 
 
-def scan_paths(manifest: dict[str, Any], folders: list[str]) -> list[Problem]:
+def scan_paths(manifest: dict[str, Any], folders: list[str]) -> list[FolderProblem]:
     """Manifest strings with an absolute path into the folder itself or a temporary directory.
 
     The folder must stay valid when moved or copied (its files are named relative to it),
@@ -208,7 +214,11 @@ def scan_paths(manifest: dict[str, Any], folders: list[str]) -> list[Problem]:
             folder and (f"{folder}/" in text or text.endswith(folder)) for folder in folders
         )
         if inside and not store_url:  # checkpoint URIs into the folder are relative to it
-            problems.append(Problem(MANIFEST, f"{where} holds an absolute path into the folder"))
+            problems.append(
+                FolderProblem(MANIFEST, f"{where} holds an absolute path into the folder")
+            )
         elif temporary.search(text):
-            problems.append(Problem(MANIFEST, f"{where} holds a path into a temporary directory"))
+            problems.append(
+                FolderProblem(MANIFEST, f"{where} holds a path into a temporary directory")
+            )
     return problems

@@ -1,6 +1,6 @@
 """`ablate verify DIR`: the output folder checked in a fresh process, every artifact reloaded.
 
-    verification = verify_folder(Path("DIR"))    # .problems: one Problem(file, message) each
+    verification = verify_folder(Path("DIR"))    # .problems: one FolderProblem(file, message) each
 
 What holds when there is no problem:
 
@@ -45,7 +45,7 @@ from ablations.names import (
 )
 from ablations.outputs.manifest import Manifest, ManifestRun, read_manifest
 from ablations.verify.files import (
-    Problem,
+    FolderProblem,
     check_entry,
     folder_files,
     scan_credentials,
@@ -67,7 +67,7 @@ class Verification:
     """What `verify_folder` found."""
 
     out_dir: Path
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[FolderProblem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What was not checked, and why (never a problem)."""
     runs: int = 0
@@ -90,7 +90,7 @@ def verify_folder(
     add = found.problems.extend
     for key in REQUIRED:
         if key not in manifest.model_fields_set:
-            add([Problem(MANIFEST, f"has no {key!r}: the export did not finish")])
+            add([FolderProblem(MANIFEST, f"has no {key!r}: the export did not finish")])
     plan, plan_hash = _registered_plan(out_dir, manifest, found)
     rows = _rows(manifest, found)
     found.runs = len(rows)
@@ -147,23 +147,25 @@ def _registered_plan(out_dir: Path, manifest: Manifest, found: Verification) -> 
 
     path = out_dir / PLAN
     if not path.is_file():
-        found.problems.append(Problem(PLAN, "missing: the registered plan is needed"))
+        found.problems.append(FolderProblem(PLAN, "missing: the registered plan is needed"))
         return None, str(manifest.plan_hash)
     try:
         plan = parse_plan(parse_yaml(path.read_text(encoding="utf-8"), PLAN), PLAN)
     except (AblationError, OSError, UnicodeDecodeError) as exc:
         first = str(exc).splitlines()[0]
-        found.problems.append(Problem(PLAN, f"is not a valid plan: {first}"))
+        found.problems.append(FolderProblem(PLAN, f"is not a valid plan: {first}"))
         return None, str(manifest.plan_hash)
     digest = plan_hash(plan)
     registration = _registration(out_dir)
     for source, data in ((MANIFEST, manifest), (REGISTRATION, registration)):
         hashed, campaign_id = (data.plan_hash, data.campaign_id) if data else (None, None)
         if hashed != digest:
-            found.problems.append(Problem(PLAN, f"hashes to {digest[:12]}, {source} says {hashed}"))
+            found.problems.append(
+                FolderProblem(PLAN, f"hashes to {digest[:12]}, {source} says {hashed}")
+            )
         if campaign_id != plan.campaign.id:
             found.problems.append(
-                Problem(
+                FolderProblem(
                     source,
                     f"campaign id {campaign_id!r}, plan.yaml says {plan.campaign.id!r}",
                 )
@@ -175,7 +177,7 @@ def _rows(manifest: Manifest, found: Verification) -> dict[str, ManifestRun]:
     rows: dict[str, ManifestRun] = {}
     for row in manifest.runs:
         if row.run_id in rows:
-            found.problems.append(Problem(MANIFEST, f"run {row.run_id} has two rows"))
+            found.problems.append(FolderProblem(MANIFEST, f"run {row.run_id} has two rows"))
         else:
             rows[row.run_id] = row
     return rows
@@ -196,19 +198,19 @@ def _check_registered(
     for run_id, run in planned.items():
         row = rows.get(run_id)
         if row is None:
-            problems.append(Problem(MANIFEST, f"registered run {run_id} has no row"))
+            problems.append(FolderProblem(MANIFEST, f"registered run {run_id} has no row"))
             continue
         for key in ("variant", "seed", "category", "phase", "steps", "start_step", "params"):
             expected, got = getattr(run, key), getattr(row, key)
             if got != expected:
                 problems.append(
-                    Problem(
+                    FolderProblem(
                         MANIFEST,
                         f"run {run_id}: {key} is {got!r}, the plan registers {expected!r}",
                     )
                 )
     for run_id in rows.keys() - planned.keys():
-        problems.append(Problem(MANIFEST, f"run {run_id} is not registered by plan.yaml"))
+        problems.append(FolderProblem(MANIFEST, f"run {run_id} is not registered by plan.yaml"))
     _check_unneeded(manifest, planned, rows, found)
     ended = manifest.gate is not None and manifest.gate.decision in ("reframe", "fix")
     passed = manifest.preflight is not None and manifest.preflight.passed
@@ -218,7 +220,7 @@ def _check_registered(
         expected = (row.phase == "main" and ended) or (row.phase == "pilot" and not passed)
         if not expected:
             problems.append(
-                Problem(MANIFEST, f"run {run_id} is pending: the campaign did not finish")
+                FolderProblem(MANIFEST, f"run {run_id} is pending: the campaign did not finish")
             )
 
 
@@ -234,11 +236,15 @@ def _check_unneeded(
     marked = {r for r, row in rows.items() if row.status == "unneeded"}
     for run_id in sorted(marked - expected):
         found.problems.append(
-            Problem(MANIFEST, f"run {run_id} is unneeded, but the looks in it needed that run")
+            FolderProblem(
+                MANIFEST, f"run {run_id} is unneeded, but the looks in it needed that run"
+            )
         )
     for run_id in sorted(expected - marked):
         found.problems.append(
-            Problem(MANIFEST, f"run {run_id} is {rows[run_id].status}; the looks never needed it")
+            FolderProblem(
+                MANIFEST, f"run {run_id} is {rows[run_id].status}; the looks never needed it"
+            )
         )
 
 
@@ -254,41 +260,45 @@ def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verificat
         path = out_dir / name
         if row.status in ("pending", "unneeded"):
             if path.exists():
-                found.problems.append(Problem(name, f"exists, but manifest.json says {row.status}"))
+                found.problems.append(
+                    FolderProblem(name, f"exists, but manifest.json says {row.status}")
+                )
             continue
         if not path.is_file():
-            found.problems.append(Problem(name, f"missing: manifest.json says {row.status}"))
+            found.problems.append(FolderProblem(name, f"missing: manifest.json says {row.status}"))
             continue
         try:
             record = RunRecord.model_validate_json(path.read_bytes())
         except (ValidationError, OSError) as exc:
             first = str(exc).splitlines()[0]
-            found.problems.append(Problem(name, f"is not a valid completion record: {first}"))
+            found.problems.append(FolderProblem(name, f"is not a valid completion record: {first}"))
             continue
         mine, theirs = record.model_dump(mode="json"), row.model_dump(mode="json")
         for key in RECORD_FIELDS:
             if mine.get(key) != theirs.get(key):
                 found.problems.append(
-                    Problem(
+                    FolderProblem(
                         name, f"{key} is {mine.get(key)!r}, manifest.json says {theirs.get(key)!r}"
                     )
                 )
         uri = record.checkpoint.uri
         if (redact_url(uri) if uri else None) != row.checkpoint.uri:
             found.problems.append(
-                Problem(name, f"checkpoint URI {uri} differs from manifest.json's")
+                FolderProblem(name, f"checkpoint URI {uri} differs from manifest.json's")
             )
         listed = row.artifact_paths
         if isinstance(row.artifacts, list) and listed != record.artifacts:
             found.problems.append(
-                Problem(name, f"artifacts {record.artifacts} differ from manifest.json's {listed}")
+                FolderProblem(
+                    name, f"artifacts {record.artifacts} differ from manifest.json's {listed}"
+                )
             )
     folder = out_dir / RECORDS
     known = {f"{run_id}.json" for run_id in rows}
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         if path.name not in known:
             found.problems.append(
-                Problem(f"{RECORDS}/{path.name}", "is the record of no run in manifest.json")
+                FolderProblem(f"{RECORDS}/{path.name}", "is the record of no run in manifest.json")
             )
 
 
@@ -307,7 +317,9 @@ def _check_artifacts(
         if row.status in ("pending", "unneeded"):
             continue
         if "artifacts" not in row.model_fields_set or not isinstance(row.artifacts, list):
-            problems.append(Problem(MANIFEST, f"run {run_id} has no artifacts list (format 2)"))
+            problems.append(
+                FolderProblem(MANIFEST, f"run {run_id} has no artifacts list (format 2)")
+            )
             continue
         model = None
         for entry in row.artifact_entries:
@@ -320,14 +332,16 @@ def _check_artifacts(
         has_model = any(e.kind == "model" for e in row.artifact_entries)
         if row.status == "accepted":
             if not has_model and weights:
-                problems.append(Problem(MANIFEST, f"accepted run {run_id} has no final model"))
+                problems.append(
+                    FolderProblem(MANIFEST, f"accepted run {run_id} has no final model")
+                )
             elif model is not None:
                 models.append((row, model))
     if manifest.files is not None:
         listed = {e.path for e in manifest.files}
         for name in REQUIRED_FILES:
             if name not in listed:
-                problems.append(Problem(MANIFEST, f"files does not list {name}"))
+                problems.append(FolderProblem(MANIFEST, f"files does not list {name}"))
         for entry in manifest.files:
             named.add(entry.path)
             problems.extend(check_entry(out_dir, entry, "the campaign"))
@@ -336,7 +350,7 @@ def _check_artifacts(
         relative = path.relative_to(out_dir).as_posix()
         ours = relative.split("/")[0] in RUN_FOLDERS
         if ours and relative not in named and not path.name.startswith("."):
-            problems.append(Problem(relative, "is not in manifest.json"))
+            problems.append(FolderProblem(relative, "is not in manifest.json"))
     return models
 
 
@@ -354,13 +368,15 @@ def _check_runs_csv(out_dir: Path, rows: dict[str, ManifestRun], found: Verifica
         return
     csv_status = dict(zip(frame["run_id"], frame["status"], strict=True))
     for run_id in rows.keys() - csv_status.keys():
-        found.problems.append(Problem(RUNS_CSV, f"has no row for run {run_id}"))
+        found.problems.append(FolderProblem(RUNS_CSV, f"has no row for run {run_id}"))
     for run_id in csv_status.keys() - rows.keys():
-        found.problems.append(Problem(RUNS_CSV, f"has run {run_id}, which manifest.json lacks"))
+        found.problems.append(
+            FolderProblem(RUNS_CSV, f"has run {run_id}, which manifest.json lacks")
+        )
     for run_id in rows.keys() & csv_status.keys():
         if csv_status[run_id] != rows[run_id].status:
             found.problems.append(
-                Problem(
+                FolderProblem(
                     RUNS_CSV,
                     f"run {run_id} is {csv_status[run_id]}, manifest.json says "
                     f"{rows[run_id].status}",

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from ablations.names import TOP_LEVEL
-from ablations.verify.files import Problem
+from ablations.verify.files import FolderProblem
 
 EXPECTED_ENTRIES = TOP_LEVEL
 """Top-level names of the output folder (ARCHITECTURE.md, `ablations.names`); the relative store's
@@ -29,11 +29,11 @@ def store_entry(store: str) -> str | None:
     return None if first in ("..", ".", "") else first
 
 
-def scan_layout(out_dir: Path, store: str | None) -> list[Problem]:
+def scan_layout(out_dir: Path, store: str | None) -> list[FolderProblem]:
     """Unexpected top-level entries (hidden ones included) and symbolic links anywhere."""
     expected = EXPECTED_ENTRIES | ({store_entry(store)} - {None} if store else set())
     problems = [
-        Problem(entry.name, "is not part of an output folder (unexpected file)")
+        FolderProblem(entry.name, "is not part of an output folder (unexpected file)")
         for entry in sorted(out_dir.iterdir())
         if entry.name not in expected
     ]
@@ -43,7 +43,7 @@ def scan_layout(out_dir: Path, store: str | None) -> list[Problem]:
             if path.is_symlink():
                 target = os.readlink(path)
                 problems.append(
-                    Problem(
+                    FolderProblem(
                         path.relative_to(out_dir).as_posix(),
                         f"is a symbolic link (to {target}): the folder must hold its own files",
                     )

@@ -24,7 +24,7 @@ from ablations.credentials import USERINFO
 from ablations.names import LEDGER, MANIFEST, PLAN
 from ablations.outputs.manifest import Manifest, ManifestRun
 from ablations.plan.model import Plan
-from ablations.verify.files import Problem, load_weights
+from ablations.verify.files import FolderProblem, load_weights
 
 STEP_FOLDER = re.compile(
     r"^(?P<prefix>.+?)/(?P<campaign>[^/]+)/(?P<run>[^/]+)(?:/attempts/(?P<attempt>[^/]+))?"
@@ -32,13 +32,13 @@ STEP_FOLDER = re.compile(
 )
 
 
-def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Problem]:
+def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[FolderProblem]:
     """One trial per run that ran, with the manifest's state and (accepted) value."""
     path = out_dir / ledger_file
     if not path.is_file():
-        return [Problem(ledger_file, "missing")]
+        return [FolderProblem(ledger_file, "missing")]
     if path.stat().st_size == 0:
-        return [Problem(ledger_file, "is empty")]
+        return [FolderProblem(ledger_file, "is empty")]
     import optuna
 
     from ablations.outputs.ledger import STATES
@@ -53,19 +53,25 @@ def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Pr
             )
             trials = study.get_trials(deepcopy=False)
         except Exception as exc:
-            return [Problem(ledger_file, f"does not open with optuna: {type(exc).__name__}: {exc}")]
+            return [
+                FolderProblem(
+                    ledger_file, f"does not open with optuna: {type(exc).__name__}: {exc}"
+                )
+            ]
     latest = {t.user_attrs.get("run_id"): t for t in trials}  # oldest first: retries win
     problems = []
     ran = {r.run_id: r for r in manifest.runs if r.status in STATES}
     for run_id, row in ran.items():
         trial = latest.get(run_id)
         if trial is None:
-            problems.append(Problem(ledger_file, f"has no trial for run {run_id} ({row.status})"))
+            problems.append(
+                FolderProblem(ledger_file, f"has no trial for run {run_id} ({row.status})")
+            )
             continue
         expected = STATES[row.status]  # type: ignore[index]  # in STATES (so not pending)
         if trial.state != expected:
             problems.append(
-                Problem(
+                FolderProblem(
                     ledger_file,
                     f"trial {trial.number} (run {run_id}) is {trial.state.name}, the run is "
                     f"{row.status} (expected {expected.name})",
@@ -75,14 +81,16 @@ def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Pr
         recorded = row.metrics.get(metric) if isinstance(metric, str) else None
         if row.status == "accepted" and trial.value != recorded:
             problems.append(
-                Problem(
+                FolderProblem(
                     ledger_file,
                     f"trial {trial.number} (run {run_id}) has value {trial.value!r}, "
                     f"the manifest's {metric} is {recorded!r}",
                 )
             )
     for stray in sorted(set(latest) - set(ran), key=str):
-        problems.append(Problem(ledger_file, f"has a trial for run {stray}, which did not run"))
+        problems.append(
+            FolderProblem(ledger_file, f"has a trial for run {stray}, which did not run")
+        )
     return problems
 
 
@@ -94,7 +102,7 @@ def check_checkpoint(
     *,
     stores: dict[str, Any] | None,
     out_dir: Path | None = None,
-) -> tuple[list[Problem], str | None]:
+) -> tuple[list[FolderProblem], str | None]:
     """The run's checkpoint URI names its own step folder; in a reachable store, it loads.
 
     `stores` caches the opened store per prefix (None: never open one); a store that cannot
@@ -106,11 +114,13 @@ def check_checkpoint(
     if uri is None:
         return [], None
     if USERINFO.search(uri.encode()):
-        return [Problem(MANIFEST, f"checkpoint URI of run {run_id} carries credentials")], None
+        return [
+            FolderProblem(MANIFEST, f"checkpoint URI of run {run_id} carries credentials")
+        ], None
     match = STEP_FOLDER.match(uri)
     if match is None or (match["campaign"], match["run"]) != (campaign_id, owner):
         return [
-            Problem(
+            FolderProblem(
                 MANIFEST,
                 f"checkpoint URI of run {run_id} points elsewhere: {uri} is not "
                 f"<store>/{campaign_id}/{owner}/step-NNNNNNNN",
@@ -120,7 +130,7 @@ def check_checkpoint(
     planned = plan.checkpoint.store.rstrip("/")
     if scheme != planned.partition("://")[0] or (scheme != "file" and match["prefix"] != planned):
         return [
-            Problem(
+            FolderProblem(
                 MANIFEST,
                 f"checkpoint URI of run {run_id} is outside the plan's store {planned}: {uri}",
             )
@@ -139,10 +149,10 @@ def check_checkpoint(
     prefix = match["prefix"]
     if prefix not in stores:
         stores[prefix] = _open(plan, prefix, campaign_id, out_dir)
-        if isinstance(stores[prefix], Problem):
+        if isinstance(stores[prefix], FolderProblem):
             return [stores[prefix]], None
     store = stores[prefix]
-    if isinstance(store, Problem):
+    if isinstance(store, FolderProblem):
         return [], None  # reported once, with the first run of this store
     identity = commit.Identity(campaign_id, run_id, plan_hash, match["attempt"])
     try:
@@ -153,12 +163,12 @@ def check_checkpoint(
             loads(payload[MODEL], MODEL)
             loads(payload[STATE], STATE)
     except (StoreError, KeyError) as exc:
-        return [Problem(uri, f"{type(exc).__name__}: {exc}")], None
+        return [FolderProblem(uri, f"{type(exc).__name__}: {exc}")], None
     return [], None
 
 
 def _open(plan: Plan, prefix: str, campaign_id: str, out_dir: Path | None) -> Any:
-    """The store at `prefix`, listed once (read-only) to know it answers; else a Problem."""
+    """The store at `prefix`, listed once (read-only) to know it answers; else a FolderProblem."""
     from ablations.checkpoint import open_store
     from ablations.errors import StoreError
 
@@ -167,20 +177,22 @@ def _open(plan: Plan, prefix: str, campaign_id: str, out_dir: Path | None) -> An
         section = section.in_folder(str(out_dir))
         scheme, _, path = section.store.partition("://")
         if scheme == "file" and not os.path.isdir(path):
-            return Problem(
+            return FolderProblem(
                 prefix, f"checkpoint store {path} does not exist (--skip-store skips it)"
             )
     try:
         store = open_store(section, check=False, sdk_retries=1)
         store.keys(campaign_id)
     except StoreError as exc:
-        return Problem(prefix, f"checkpoint store cannot be listed: {exc} (--skip-store skips it)")
+        return FolderProblem(
+            prefix, f"checkpoint store cannot be listed: {exc} (--skip-store skips it)"
+        )
     return store
 
 
 def reevaluate(
     out_dir: Path, rows: list[tuple[ManifestRun, str]], plan: Plan, tolerances: dict[str, float]
-) -> list[Problem]:
+) -> list[FolderProblem]:
     """Each (row, model path): rebuild, load the weights, evaluate on the CPU, compare.
 
     `tolerances` maps "cpu" (the run trained on the CPU) and "other" (it trained elsewhere,
@@ -196,7 +208,7 @@ def reevaluate(
     try:
         factory = load_workload(plan.workload.entry)
     except Exception as exc:
-        return [Problem(PLAN, f"cannot re-evaluate any model: {exc}")]
+        return [FolderProblem(PLAN, f"cannot re-evaluate any model: {exc}")]
     metric, problems = plan.metric.name, []
     for row, model in rows:
         try:
@@ -208,16 +220,18 @@ def reevaluate(
             workload.model.load_state_dict(weights)
             got = float(workload.evaluate().metrics[metric])
         except Exception as exc:  # a model that cannot be rebuilt or evaluated is the finding
-            problems.append(Problem(model, f"cannot be re-evaluated: {type(exc).__name__}: {exc}"))
+            problems.append(
+                FolderProblem(model, f"cannot be re-evaluated: {type(exc).__name__}: {exc}")
+            )
             continue
         recorded = row.metrics.get(metric)
         trained_on = "cpu" if row.device.startswith("cpu") else "other"
         tolerance = tolerances[trained_on]
         if not isinstance(recorded, (int, float)) or not math.isfinite(recorded):
-            problems.append(Problem(model, f"run {row.run_id} records no finite {metric}"))
+            problems.append(FolderProblem(model, f"run {row.run_id} records no finite {metric}"))
         elif not abs(got - recorded) <= tolerance:
             problems.append(
-                Problem(
+                FolderProblem(
                     model,
                     f"re-evaluates to {metric} {got!r}, recorded {recorded!r} "
                     f"(|difference| {abs(got - recorded):.3g} > tolerance {tolerance:g})",

@@ -16,7 +16,7 @@ from ablations.outputs.manifest import FileEntry
 from ablations.verify import files
 from ablations.verify.files import (
     PNG_SIGNATURE,
-    Problem,
+    FolderProblem,
     check_entry,
     folder_files,
     load_problem,
@@ -167,5 +167,5 @@ def test_scan_leftovers_wants_a_hidden_tmp_or_part_file(tmp_path: Path) -> None:
 
 def test_a_problem_line_carries_no_terminal_codes() -> None:
     # torch's unpickling error is bold: "\x1b[1mWeightsUnpickler error: ...\x1b[0m"
-    problem = Problem("models/r.pt", "does not load: \x1b[1mWeightsUnpickler error\x1b[0m: x")
+    problem = FolderProblem("models/r.pt", "does not load: \x1b[1mWeightsUnpickler error\x1b[0m: x")
     assert str(problem) == "models/r.pt: does not load: WeightsUnpickler error: x"
