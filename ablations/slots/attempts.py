@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -40,6 +39,7 @@ from ablations.errors import InputError, StoreError
 from ablations.plan.sections import CheckpointSection
 from ablations.progress import say
 from ablations.records import RunRecord, RunSpec
+from ablations.scratch import scratch_folder
 from ablations.slots.devices import SlotSpec
 from ablations.slots.host import HostSlots
 from ablations.slots.trust import MAX_RESULT_BYTES, seal
@@ -207,8 +207,8 @@ def _run_and_upload(slot: SlotSpec, store: FsspecStore, spec: RunSpec) -> str:
     if spec.out_dir is None:
         return _on_slot(slot, "run", spec, None)
     assert spec.attempt is not None
-    with tempfile.TemporaryDirectory(prefix="ablate-run-") as local:
-        reply = _on_slot(slot, "run", spec.model_copy(update={"out_dir": local}), None)
+    with scratch_folder("run-") as local:
+        reply = _on_slot(slot, "run", spec.model_copy(update={"out_dir": str(local)}), None)
         record = RunRecord.model_validate_json(reply)
         _require_accepted(store, spec, spec.attempt)  # a superseded attempt uploads nothing
         for relative in record.artifacts.values():

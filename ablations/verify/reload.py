@@ -16,7 +16,6 @@ import math
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from ablations.credentials import USERINFO
 from ablations.names import LEDGER, MANIFEST, PLAN
 from ablations.outputs.manifest import Manifest, ManifestRun
 from ablations.plan.model import Plan
+from ablations.scratch import scratch_folder
 from ablations.verify.files import FolderProblem, load_weights
 
 STEP_FOLDER = re.compile(
@@ -44,7 +44,7 @@ def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Fo
     from ablations.outputs.ledger import STATES
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    with tempfile.TemporaryDirectory(prefix="ablate-verify-") as scratch:
+    with scratch_folder("verify-") as scratch:
         copy = Path(scratch) / LEDGER
         shutil.copyfile(path, copy)
         try:
