@@ -41,6 +41,9 @@ def test_a_row_holds_every_planned_and_record_field() -> None:
     assert set(ManifestRun.model_fields) == set(PlannedRun.model_fields) | set(
         RunRecord.model_fields
     )
+    shared = PlannedRun.model_fields.keys() & RunRecord.model_fields.keys()
+    in_order = [*PlannedRun.model_fields, *(k for k in RunRecord.model_fields if k not in shared)]
+    assert list(ManifestRun.model_fields) == in_order  # the JSON's order
 
 
 FIXTURES = Path(__file__).parent / "fixtures"
