@@ -42,6 +42,7 @@ from ablations.progress import say
 from ablations.records import RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec
 from ablations.slots.host import HostSlots
+from ablations.slots.jobs import PreflightJob, RunJob, run_preflight, run_spec
 from ablations.slots.trust import MAX_RESULT_BYTES, seal
 from ablations.slots.worker import SlotWorker
 
@@ -187,8 +188,6 @@ def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int]
     if slot.visible_devices == "":
         import torch
 
-        from ablations.slots.jobs import run_preflight, run_spec
-
         torch.set_num_threads(slot.cpu_threads)
         spec = spec.model_copy(update={"device": slot.local_device})
         if kind == "preflight":
@@ -197,8 +196,8 @@ def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int]
     worker = SlotWorker(slot)
     try:
         if kind == "preflight":
-            return worker.preflight(spec, expected).model_dump_json()
-        return worker.run(spec).model_dump_json()
+            return worker.do(PreflightJob(spec, expected)).model_dump_json()
+        return worker.do(RunJob(spec)).model_dump_json()
     finally:
         worker.close()
 
