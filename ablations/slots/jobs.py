@@ -50,7 +50,7 @@ def run_spec(spec: RunSpec) -> RunRecord:
     return execute(spec, hook)
 
 
-def run_preflight(spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
+def preflight_on_slot(spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
     """Data check on the workload's inputs, then the whole restart check on `spec`'s device
     (its continuation in a new process)."""
     return preflight_start(spec, expected_inputs, continue_elsewhere=False).finish()
@@ -184,7 +184,7 @@ class PreflightJob(Job[PreflightReport]):
     expected_inputs: dict[str, int] | None
 
     def run(self) -> PreflightReport:
-        return run_preflight(self.spec, self.expected_inputs)
+        return preflight_on_slot(self.spec, self.expected_inputs)
 
     def failure(self, exc: Exception) -> Failed:
         """A preflight reports its own errors: one that raises all the same ends the worker,
