@@ -27,6 +27,7 @@ from typing import Any
 from ablations.plan.sections import CheckpointSection, Interval
 from ablations.records import RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec
+from ablations.slots.jobs import RunJob
 from ablations.slots.worker import SlotWorker, Warmup
 from ablations.workloads.digits import DigitsWorkload
 
@@ -66,8 +67,8 @@ def lost_steps(at: int, steps: int, every: int, on_terminate: bool, folder: Path
     warmup = Warmup(on_terminate=on_terminate, terminate_grace_seconds=30.0)
     worker = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1), warmup)
     try:
-        first = worker.run(run)  # off: the worker dies and `run` retries once, which resumes
-        record: RunRecord = worker.run(run) if first.interrupted else first
+        first = worker.do(RunJob(run))  # off: the worker dies and the job retries once, resuming
+        record: RunRecord = worker.do(RunJob(run)) if first.interrupted else first
     finally:
         worker.close()
     assert record.status == "accepted", (record.status, record.error)

@@ -184,9 +184,10 @@ or those below, type-only and deferred imports included. A module takes the laye
 longest name listed that contains it (`ablations.slots.devices` sits below `ablations.slots`)."""
 
 ORDER_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("ablations.slots.worker", "ablations.outputs.export"): (
-        "the worker runs every job kind, the results step among them (deferred import); goes "
-        "when each job runs itself and the worker knows none (issue 27, item 6)"
+    ("ablations.slots.local", "ablations.outputs.job"): (
+        "the local executor hands the results step to its first worker as a job, which lives "
+        "with the step it runs (the worker knows no job, issue 27, item 6); goes when "
+        "`slots.local` sits above `outputs` in LAYERS (nothing there imports it)"
     ),
 }
 """Imports against the order that remain, each with why; the list may only shrink."""

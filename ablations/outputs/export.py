@@ -261,7 +261,7 @@ def write_outputs(out_dir: Path) -> Path:
             records,
             decisions=[f"gate: {gate.decision}: {gate.reason}"] if gate else [],
             trimmed=gate.drop if gate else [],
-            unneeded=[r.run_id for r in rows if r.status == "unneeded"],
+            unneeded=[r.planned.run_id for r in rows if r.status == "unneeded"],
             gate_decided_at=gate.decided_at if gate else None,
         )
         realized = {

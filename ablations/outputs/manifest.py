@@ -18,29 +18,17 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model, model_serializer
 
 from ablations.analysis.looks import LookRecord
 from ablations.budget import PlannedVsRealized
 from ablations.campaign.gate import GateDecision
 from ablations.errors import InputError
 from ablations.names import MANIFEST
-from ablations.plan.sections import Category, ParamValue
-from ablations.plan.variants import Phase, PlannedRun
-from ablations.records import (
-    CheckpointSummary,
-    MemoryPeak,
-    PreflightReport,
-    Rejection,
-    RunEnvironment,
-    RunError,
-    RunRecord,
-    RunStatus,
-    Stop,
-    Timings,
-)
+from ablations.plan.variants import PlannedRun
+from ablations.records import PreflightReport, RunRecord, RunStatus
 
 MANIFEST_FORMAT = 2
 """2: per-run `artifacts` are lists of {kind, path, sha256, bytes}; campaign `files` likewise."""
@@ -134,45 +122,36 @@ class BudgetSummary(BaseModel):
     """The budget section of REPORT.md."""
 
 
-class ManifestRun(BaseModel):
+def row_fields() -> dict[str, Any]:
+    """A row's fields as `create_model` takes them: `PlannedRun`'s in their order, then
+    `RunRecord`'s that it does not share (run id, variant, seed, category and phase are the
+    plan's), in theirs. A field added to either record reaches the manifest's rows as it is."""
+    fields: dict[str, Any] = {}
+    for record in (PlannedRun, RunRecord):
+        for name, info in record.model_fields.items():
+            fields.setdefault(name, (info.annotation, info))
+    return fields
+
+
+if TYPE_CHECKING:  # the checker sees the fields `ManifestRun` declares; the rest are read
+    _RowFields = BaseModel  # through `planned` and `record()`, typed as their records
+else:
+    _RowFields = create_model("_RowFields", __module__=__name__, **row_fields())
+
+
+class ManifestRun(_RowFields):
     """One registered run: its `PlannedRun` fields, then its `RunRecord` fields (a pending run:
-    the planned fields and `status` only)."""
+    the planned fields and `status` only).
+
+    The fields are the two records' own (`row_fields`), not a copy of them; two are declared
+    here, where a row differs from a record, and keep the record's place in the JSON. Code
+    reads a row through `planned` and `record()` (the row's fields as their records, typed),
+    `status` and the artifact helpers; the flat attributes are the JSON's keys."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # PlannedRun's fields
-    run_id: str
-    variant: str
-    factor: str | None
-    level: ParamValue | None
-    seed: int
-    category: Category
-    phase: Phase
-    steps: int
-    params: dict[str, ParamValue]
-    length: int = 0
-    start_step: int = 0
-    pilot: str | None = None
-    continues: str | None = None
-    look: int = 0
-    # RunRecord's fields (run_id, variant, seed, category and phase above)
     status: RowStatus
-    stop: Stop | None = None
-    error: RunError | None = None
-    rejection: Rejection | None = None
-    steps_done: int = 0
-    metrics: dict[str, float] = {}
-    evaluations: list[dict[str, float]] = []
-    timings: Timings = Timings()
-    step_seconds: float | None = None
-    memory: dict[str, MemoryPeak] = {}
-    device: str = "cpu"
-    environment: RunEnvironment | None = None
-    slot: str | None = None
-    started_at: float | None = None
-    ended_at: float | None = None
-    checkpoint: CheckpointSummary = CheckpointSummary()
-    """The checkpoint URI without credentials."""
+    """The record's status, or `pending` / `unneeded` for a run without a record."""
     artifacts: list[FileEntry] | dict[str, str] = []
     """The record and the files it names, hashed (format 2); kind -> path in format 1."""
 
@@ -185,6 +164,7 @@ class ManifestRun(BaseModel):
 
     @property
     def planned(self) -> PlannedRun:
+        """The run as registered: the row's `PlannedRun` fields."""
         return PlannedRun.model_validate({k: getattr(self, k) for k in PlannedRun.model_fields})
 
     @property
@@ -272,7 +252,7 @@ class Manifest(BaseModel):
         return json.dumps(self.model_dump(mode="json"), indent=2)
 
     def run(self, run_id: str) -> ManifestRun | None:
-        return next((r for r in self.runs if r.run_id == run_id), None)
+        return next((r for r in self.runs if r.planned.run_id == run_id), None)
 
 
 _cache: dict[Path, tuple[tuple[int, int, int], Manifest]] = {}

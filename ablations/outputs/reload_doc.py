@@ -19,7 +19,7 @@ from ablations.plan.model import Plan
 def _example(runs: list[ManifestRun]) -> ManifestRun | None:
     """The run the commands use: an accepted main-phase run, else any accepted one."""
     accepted = [r for r in runs if r.status == "accepted"]
-    main = [r for r in accepted if r.phase == "main"]
+    main = [r for r in accepted if r.planned.phase == "main"]
     return (main or accepted)[0] if accepted else None
 
 
@@ -105,7 +105,7 @@ import torch
 from ablations.training.driver import seed_everything
 from ablations.workload import load_workload
 
-RUN_ID = {json.dumps(run.run_id)}
+RUN_ID = {json.dumps(run.planned.run_id)}
 METRIC = {json.dumps(metric)}
 run = next(r for r in json.load(open("manifest.json"))["runs"] if r["run_id"] == RUN_ID)
 seed_everything(run["seed"])
@@ -131,7 +131,8 @@ EOF
 
 
 def _checkpoint(run: ManifestRun, plan: Plan) -> str:
-    uri = run.checkpoint.uri
+    record = run.record()
+    uri = record.checkpoint.uri if record is not None else None
     if uri is None:
         return ""
     scheme = uri.partition("://")[0]
@@ -190,9 +191,10 @@ def reload_markdown(manifest: Manifest, plan: Plan) -> str:
     if run is None:
         parts.append("\nNo run was accepted: there is no final model to re-evaluate.\n")
     else:
+        planned = run.planned
         parts.append(
-            f"\nThe commands below use run `{run.run_id}` ({run.variant}, seed "
-            f"{run.seed}); any run id from runs.csv works the same way.\n"
+            f"\nThe commands below use run `{planned.run_id}` ({planned.variant}, seed "
+            f"{planned.seed}); any run id from runs.csv works the same way.\n"
         )
         parts += [_run_files(run), _model(run, plan), _checkpoint(run, plan)]
     return "".join(parts)

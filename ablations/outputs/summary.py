@@ -18,7 +18,8 @@ def final_rows(manifest: Manifest, metric: str) -> list[dict[str, object]]:
     gate, or not needed by a look) with why."""
     rows: list[dict[str, object]] = []
     for run in manifest.runs:
-        if run.phase != "main":
+        planned = run.planned
+        if planned.phase != "main":
             continue
         record = run.record()
         if record is not None and run.status != "trimmed":
@@ -26,9 +27,9 @@ def final_rows(manifest: Manifest, metric: str) -> list[dict[str, object]]:
             continue
         rows.append(
             {
-                "run": run.run_id,
-                "variant": run.variant,
-                "seed": run.seed,
+                "run": planned.run_id,
+                "variant": planned.variant,
+                "seed": planned.seed,
                 "status": run.status,
                 metric: None,
                 "stop": "",

@@ -118,6 +118,7 @@ def run_probe(
 ) -> ProbeResult:
     """Probe each of `chosen` in one worker process on `slot`, one variant at a time."""
     from ablations.records import RunSpec
+    from ablations.slots.jobs import ProbeJob
     from ablations.slots.worker import SlotWorker, Warmup
 
     started = time.perf_counter()
@@ -147,7 +148,8 @@ def run_probe(
                 threshold=plan.metric.threshold,
                 checkpoint=None,
             )
-            found, device_name = worker.probe(spec, list(plan.probe.batch_sizes), plan.probe.steps)
+            job = ProbeJob(spec, list(plan.probe.batch_sizes), plan.probe.steps)
+            found, device_name = worker.do(job)
             for point in found:
                 say(row(point))
             points += found

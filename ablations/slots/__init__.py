@@ -1,9 +1,10 @@
 """Where runs run: this machine's devices as slots, and the hosts of a work pool.
 
 devices.py       which devices exist, `SlotSpec`, slots per device, the thread-safe lease
-worker.py        one long-lived process per slot, pinned to its device before torch loads
-messages.py      the typed jobs and replies between the campaign and a worker
-jobs.py          what a worker does with a job (a run, preflight, a continuation)
+worker.py        one long-lived process per slot, pinned to its device before torch loads;
+                 it knows no kind of job: it runs each and replies
+messages.py      the pipe's messages: `Job` (each runs itself), the replies, the typed errors
+jobs.py          the jobs and what they run: a run, the preflight, a continuation, a probe
 parent_watch.py  a worker dies with the campaign process
 local.py         `LocalSlots`: the local executor (a worker per slot)
 host.py          a pool host's slots, leased across its flow-run processes

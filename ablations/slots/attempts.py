@@ -42,6 +42,7 @@ from ablations.records import RunRecord, RunSpec
 from ablations.scratch import scratch_folder
 from ablations.slots.devices import SlotSpec
 from ablations.slots.host import HostSlots
+from ablations.slots.jobs import PreflightJob, RunJob, preflight_on_slot, run_spec
 from ablations.slots.trust import MAX_RESULT_BYTES, seal
 from ablations.slots.worker import SlotWorker
 
@@ -187,18 +188,16 @@ def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int]
     if slot.visible_devices == "":
         import torch
 
-        from ablations.slots.jobs import run_preflight, run_spec
-
         torch.set_num_threads(slot.cpu_threads)
         spec = spec.model_copy(update={"device": slot.local_device})
         if kind == "preflight":
-            return run_preflight(spec, expected).model_dump_json()
+            return preflight_on_slot(spec, expected).model_dump_json()
         return run_spec(spec).model_copy(update={"slot": slot.name}).model_dump_json()
     worker = SlotWorker(slot)
     try:
         if kind == "preflight":
-            return worker.preflight(spec, expected).model_dump_json()
-        return worker.run(spec).model_dump_json()
+            return worker.do(PreflightJob(spec, expected)).model_dump_json()
+        return worker.do(RunJob(spec)).model_dump_json()
     finally:
         worker.close()
 

@@ -14,11 +14,13 @@ from pathlib import Path
 
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import CampaignFolder
+from ablations.outputs.job import ResultsJob
 from ablations.plan.model import Plan
 from ablations.preflight.across import preflight_across
 from ablations.probe.sweep import peak_for_slots
 from ablations.records import PreflightReport, RunRecord, RunSpec
 from ablations.slots.devices import SlotPool, SlotSpec, plan_slots
+from ablations.slots.jobs import PreflightOnSlot, RunJob
 from ablations.slots.worker import SlotWorker, Warmup
 
 
@@ -80,16 +82,17 @@ class LocalSlots:
 
     def run(self, spec: RunSpec) -> RunRecord:
         with self.pool.lease() as worker:
-            return worker.run(spec)
+            return worker.do(RunJob(spec))
 
     def preflight(self, spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
         with self.pool.lease() as worker:
-            return preflight_across(worker, self.other_process, spec, expected_inputs)
+            slot = PreflightOnSlot(worker)
+            return preflight_across(slot, self._other_preflight, spec, expected_inputs)
 
     def write_results(self, out_dir: Path) -> Path:
         """In the first slot's worker, which imported the results' libraries while it waited
         (the campaign process never loads them). Not leased: every run has returned its slot."""
-        return self.pool.slots[0].write_outputs(out_dir)
+        return self.pool.slots[0].do(ResultsJob(str(out_dir)))
 
     def workload_problem(self) -> str | None:
         """Why the plan's workload cannot be imported, as the first worker found at start."""
@@ -111,6 +114,11 @@ class LocalSlots:
             yield worker
         finally:
             worker.close()
+
+    @contextmanager
+    def _other_preflight(self) -> Iterator[PreflightOnSlot]:
+        with self.other_process() as worker:
+            yield PreflightOnSlot(worker)
 
     def _workers(self) -> list[SlotWorker]:
         return [*self.pool.slots, *([self._spare] if self._spare else [])]

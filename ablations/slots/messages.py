@@ -1,19 +1,31 @@
 """What the campaign and a slot's worker process say to each other over their pipe.
 
-The worker first sends `Ready`; then each job is one request (`RunJob`, `PreflightJob`,
-`PreflightStartJob`, `ContinueJob`, `ProbeJob`, `ResultsJob`) answered by one reply: `Done`
-with the result as JSON (a record, a report, a path), or `Failed` with what the job raised and
-its cause. `Finish` asks the worker to exit. The parent turns a `Failed` it cannot record into
-a typed error: `JobFailed` (the machine's cause) or `WorkloadFailed` (the workload's code), and
-a worker that died under a job into `WorkerLost`.
+The worker first sends `Ready`; then each job is one request, a `Job`, answered by one reply:
+`Done` with the result as text (a record's JSON, a path), or `Failed` with what the job raised
+and its cause. `Finish` asks the worker to exit. The parent turns a `Failed` it cannot record
+into a typed error: `JobFailed` (the machine's cause) or `WorkloadFailed` (the workload's code),
+and a worker that died under a job into `WorkerLost`.
+
+A job carries itself out: the worker calls its `run()` and knows no kind of job. The kinds live
+with what they run: `ablations.slots.jobs` (a run, the preflight, a restart check's
+continuation, a probe sweep) and `ablations.outputs.job` (the results step).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from pydantic import BaseModel
 
 from ablations.errors import InfrastructureError, WorkloadError
-from ablations.records import FailureCause, RunSpec
+from ablations.records import FailureCause
+
+if TYPE_CHECKING:
+    from ablations.slots.worker import SlotWorker
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -24,55 +36,34 @@ class Ready:
     """Why the warm-up's workload module does not import there, or None."""
 
 
-@dataclass(frozen=True)
-class RunJob:
-    """Train one run; `Done` holds its `RunRecord`."""
+class Job(ABC, Generic[R]):
+    """A request to a slot's worker that says what is done with it on each side of the pipe
+    (a kind is a frozen dataclass: it pickles to the worker as it is).
 
-    spec: RunSpec
+    In the worker process `run()` does it, importing what it needs there, so a worker imports
+    nothing of a kind it never receives; `dump` makes the result `Done`'s text, `failure` what
+    `run` raised a `Failed`. In the campaign process `send(worker)` (what `SlotWorker.do`
+    calls) passes it to the worker and makes its result of the reply."""
 
+    @abstractmethod
+    def run(self) -> R:
+        """The job, in the worker process."""
 
-@dataclass(frozen=True)
-class PreflightJob:
-    """The whole preflight on this slot (a work-pool host); `Done` holds a `PreflightReport`."""
+    def dump(self, result: R) -> str:
+        """`Done`'s text for the result: its JSON (a record's; a kind with another result
+        says otherwise)."""
+        assert isinstance(result, BaseModel)
+        return result.model_dump_json()
 
-    spec: RunSpec
-    expected_inputs: dict[str, int] | None
+    def failure(self, exc: Exception) -> Failed:
+        """The reply when `run` raised: the cause from the exception's type. A kind may
+        raise instead: the worker then dies, and the parent sees a worker lost."""
+        return Failed.of(exc)
 
-
-@dataclass(frozen=True)
-class PreflightStartJob:
-    """The preflight up to the restart check's verdict, whose continuation runs in another
-    process; `Done` holds a `PreflightStart`."""
-
-    spec: RunSpec
-    expected_inputs: dict[str, int] | None
-
-
-@dataclass(frozen=True)
-class ContinueJob:
-    """A restart check's continuation up to step `until`; `Done` holds a `Continuation`."""
-
-    spec: RunSpec
-    until: int
-
-
-@dataclass(frozen=True)
-class ProbeJob:
-    """One variant's `ablate probe` sweep; `Done` holds its points and the device's name."""
-
-    spec: RunSpec
-    batch_sizes: list[int]
-    steps: int
-
-
-@dataclass(frozen=True)
-class ResultsJob:
-    """The campaign's results step (ledger, report, manifest); `Done` holds the manifest's path."""
-
-    out_dir: str
-
-
-Job = RunJob | PreflightJob | PreflightStartJob | ContinueJob | ProbeJob | ResultsJob
+    @abstractmethod
+    def send(self, worker: SlotWorker) -> R:
+        """In the campaign process: the result from `worker`, made of its reply (`Done`,
+        `Failed`, or none when the worker died under the job)."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +73,7 @@ class Finish:
 
 @dataclass(frozen=True)
 class Done:
-    """The job's result, as JSON (or the manifest's path for `ResultsJob`)."""
+    """The job's result as text (`Job.dump`): a record's JSON, the manifest's path."""
 
     body: str
 

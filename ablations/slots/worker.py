@@ -5,10 +5,10 @@ only after a crash. The child is spawned (never forked: a forked CUDA context is
 and sets `CUDA_VISIBLE_DEVICES` as its very first act, so the run inside sees one card.
 A worker that dies fails only the run it held; the next run gets a fresh worker.
 
-Jobs (`ablations.slots.messages`): a run (its record back), the whole preflight on this slot
-(work-pool hosts), the campaign's preflight up to the restart check's verdict, a restart
-check's continuation (in a process that did not save it), the campaign's results step (so the
-campaign process never loads their libraries) and one variant's `ablate probe` sweep.
+The worker knows no kind of job: it calls each `Job`'s `run()` and sends back its result or
+what it raised, and `SlotWorker.do(job)` hands a job to it (`ablations.slots.messages`). The
+kinds live with what they run: `ablations.slots.jobs` (a run, the preflight, a restart check's
+continuation, a probe sweep) and `ablations.outputs.job` (the results step).
 """
 
 from __future__ import annotations
@@ -16,40 +16,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
-import json
 import multiprocessing as mp
 import os
 import signal
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from ablations.preemption import TERMINATE, listen_for_sigterm
-from ablations.preflight.across import PreflightStart, PreflightWorker
-from ablations.preflight.verdict import Continuation
-from ablations.progress import say
-from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
+from ablations.records import RunSpec
 from ablations.slots.devices import SlotSpec
-from ablations.slots.messages import (
-    ContinueJob,
-    Done,
-    Failed,
-    Finish,
-    Job,
-    PreflightJob,
-    PreflightStartJob,
-    ProbeJob,
-    Ready,
-    Reply,
-    ResultsJob,
-    RunJob,
-    WorkerLost,
-    job_error,
-)
+from ablations.slots.messages import Done, Finish, Job, Ready, Reply
 from ablations.slots.parent_watch import (
     die_with_parent,
     exit_when_parent_goes,
@@ -57,9 +36,7 @@ from ablations.slots.parent_watch import (
 )
 from ablations.training.warmup import preload_for_training, prepare_torch_process
 
-if TYPE_CHECKING:
-    from ablations.probe.point import ProbePoint
-
+R = TypeVar("R")
 _POLL_SECONDS = 0.5
 
 
@@ -127,51 +104,13 @@ def _serve(
             os._exit(0)
 
 
-def _do(job: Job) -> Reply:
-    """One job in this process: its result, or what it raised."""
-    from ablations.slots.jobs import continue_check, preflight_start, run_preflight, run_spec
-
-    if isinstance(job, ResultsJob):
-        return _write_outputs(job.out_dir)
-    if isinstance(job, ProbeJob):
-        return _probe(job)
-    if isinstance(job, PreflightJob):
-        return Done(run_preflight(job.spec, job.expected_inputs).model_dump_json())
-    if isinstance(job, PreflightStartJob):
-        start = preflight_start(job.spec, job.expected_inputs, continue_elsewhere=True)
-        return Done(start.model_dump_json())
+def _do(job: Job[Any]) -> Reply:
+    """One job in this process: its result, or what it raised (as the job makes a reply of it:
+    a preflight's error ends the worker)."""
     try:
-        if isinstance(job, ContinueJob):
-            return Done(continue_check(job.spec, job.until).model_dump_json())
-        return Done(run_spec(job.spec).model_dump_json())
-    except Exception as exc:  # a continuation's: the checking side reports a failed reload;
-        return Failed.of(exc)  # a run's: the host failed it (a full disk, a store down)
-
-
-def _write_outputs(out_dir: str) -> Reply:
-    """The results step in this process: the manifest's path, or what went wrong."""
-    try:
-        from ablations.outputs.export import write_outputs
-
-        return Done(str(write_outputs(Path(out_dir))))
-    except Exception as exc:  # the campaign process raises it as the results task's error;
-        return Failed.of(exc, cause="infrastructure")  # no workload code runs in this step
-
-
-def _probe(job: ProbeJob) -> Reply:
-    """A variant's probe sweep as JSON (points and the card's name), or the error."""
-    try:
-        import torch
-
-        from ablations.probe.point import probe_variant
-
-        points = probe_variant(job.spec, job.batch_sizes, job.steps)
-        device = torch.device(job.spec.device)
-        name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-        body = {"points": [p.model_dump(mode="json") for p in points], "name": name}
-        return Done(json.dumps(body))
-    except Exception as exc:  # e.g. the workload's `probe_groups` raised: the CLI reports it
-        return Failed.of(exc)
+        return Done(job.dump(job.run()))
+    except Exception as exc:
+        return job.failure(exc)
 
 
 class SlotWorker:
@@ -251,91 +190,17 @@ class SlotWorker:
         except (EOFError, OSError):
             return False, None
 
-    def run(self, spec: RunSpec) -> RunRecord:
-        """Execute one run on this slot. A worker that dies under it (not the workload raising:
-        that is a record) is replaced, and the run retried once from its last committed
-        checkpoint; a second death yields a `failed` record that a rerun retries."""
-        started = time.time()
-        reply = self._call(RunJob(self._here(spec)))
-        if reply is None:
-            lost = self._crashed(spec, started)
-            say(f"  {spec.run_id}: {lost.error}; retrying once on a fresh worker")
-            reply = self._call(RunJob(self._here(spec)))
-        if reply is None:
-            return self._crashed(spec, started)
-        if isinstance(reply, Failed):  # a rerun retries it, once the disk or store is back
-            return RunRecord.failed(
-                spec, reply.error_type, reply.message, device=self.slot.device,
-                slot=self.slot.name, started_at=started, ended_at=time.time(),
-            )  # fmt: skip
-        record = RunRecord.model_validate_json(reply.body)
-        if record.interrupted:  # its worker exits after this reply: a next run starts afresh
-            self.close()
-        return record.model_copy(update={"slot": self.slot.name})
+    def do(self, job: Job[R]) -> R:
+        """The job's result from this worker, as the job makes it of the reply (`Job.send`)."""
+        return job.send(self)
 
-    def preflight(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightReport:
-        """The data and restart checks, wholly on this slot's device."""
-        reply = self._call(PreflightJob(self._here(spec), expected))
-        if reply is None:
-            return self._died_in_preflight().finish()
-        assert isinstance(reply, Done)  # a preflight reports its own errors
-        return PreflightReport.model_validate_json(reply.body)
-
-    def preflight_start(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightStart:
-        """The data check and the restart check's reference half on this slot's device."""
-        reply = self._call(PreflightStartJob(self._here(spec), expected))
-        if reply is None:
-            return self._died_in_preflight()
-        assert isinstance(reply, Done)  # a preflight reports its own errors
-        return PreflightStart.model_validate_json(reply.body)
-
-    def continue_check(self, spec: RunSpec, until: int) -> Continuation:
-        """A restart check's continuation in this worker; raises when it could not run
-        (`WorkerLost`, or the continuation's error as `JobFailed` or `WorkloadFailed`)."""
-        reply = self._call(ContinueJob(self._here(spec), until))
-        if reply is None:
-            raise WorkerLost(f"the worker process of slot {self.slot.name} died")
-        if isinstance(reply, Failed):
-            raise job_error(reply, str(reply))
-        return Continuation.model_validate_json(reply.body)
-
-    def probe(
-        self, spec: RunSpec, batch_sizes: list[int], steps: int
-    ) -> tuple[list[ProbePoint], str]:
-        """One variant's probe sweep on this slot: its points and the device's name. A worker
-        that dies (the OS killed it for memory, a CUDA fault) yields one failed point."""
-        from ablations.probe.point import ProbePoint
-
-        reply = self._call(ProbeJob(self._here(spec), batch_sizes, steps))
-        if reply is None:
-            message = f"the worker process of slot {self.slot.name} died during the probe"
-            error = RunError(type="WorkerCrashed", message=message)
-            return [ProbePoint(variant=spec.variant, group="?", batch_size=0, error=error)], "?"
-        if isinstance(reply, Failed):
-            raise job_error(reply, f"probe of {spec.variant} failed: {reply}")
-        data = json.loads(reply.body)
-        return [ProbePoint.model_validate(p) for p in data["points"]], str(data["name"])
-
-    def write_outputs(self, out_dir: Path) -> Path:
-        """The results step (ledger, report, manifest) in this worker; raises on failure
-        (`WorkerLost`, or `JobFailed` naming what the step raised)."""
-        reply = self._call(ResultsJob(str(out_dir)))
-        if reply is None:
-            raise WorkerLost(f"the worker process of slot {self.slot.name} died writing results")
-        if isinstance(reply, Failed):
-            raise job_error(reply, f"writing the results failed: {reply}")
-        return Path(reply.body)
-
-    def _died_in_preflight(self) -> PreflightStart:
-        message = f"the worker process of slot {self.slot.name} died during preflight"
-        return PreflightStart(error=RunError(type="WorkerCrashed", message=message))
-
-    def _here(self, spec: RunSpec) -> RunSpec:
+    def here(self, spec: RunSpec) -> RunSpec:
         """The spec on this slot's device as its worker process sees it."""
         return spec.model_copy(update={"device": self.slot.local_device})
 
-    def _call(self, job: Job) -> Reply | None:
-        """Send one job and wait for its reply; None when the worker died meanwhile."""
+    def call(self, job: Job[Any]) -> Reply | None:
+        """Send one job and wait for its reply; None when the worker died meanwhile (then
+        `reap` it)."""
         with self._lock:
             if self._process is None or not self._process.is_alive():
                 if self._process is not None:
@@ -354,22 +219,15 @@ class SlotWorker:
                 raise
             return reply if received else None
 
-    def _crashed(self, spec: RunSpec, started: float) -> RunRecord:
+    def reap(self) -> int | None:
+        """The exit code of a worker that died under a job; the next job starts a fresh one."""
         code = None
         if self._process is not None:
             self._process.join(timeout=5)
             code = self._process.exitcode
             self._process = None
-            self.restarts += 1  # the next run starts a fresh worker
-        return RunRecord.failed(
-            spec,
-            "WorkerCrashed",
-            f"the worker process of slot {self.slot.name} died (exit code {code})",
-            device=self.slot.device,
-            slot=self.slot.name,
-            started_at=started,
-            ended_at=time.time(),
-        )
+            self.restarts += 1
+        return code
 
     def terminate(self, *, wait: bool = False) -> None:
         """Pass a SIGTERM on to the worker: its run commits its current step and the worker
@@ -404,7 +262,3 @@ class SlotWorker:
             return
         with contextlib.suppress(OSError):  # a broken pipe: it is gone already
             self._conn.send(Finish())
-
-
-def _conforms(worker: SlotWorker) -> PreflightWorker:  # typed conformance check: mypy fails here
-    return worker

@@ -113,7 +113,8 @@ def verify_folder(
                 row, plan, str(manifest.campaign_id), plan_hash, stores=stores, out_dir=out_dir
             )
             add(problems)
-            found.checkpoints += bool(row.checkpoint.uri)
+            record = row.record()
+            found.checkpoints += bool(record is not None and record.checkpoint.uri)
             if note and note not in found.notes:
                 found.notes.append(note)
         tolerances = {"cpu": tolerance, "other": max(tolerance, cross_device_tolerance)}
@@ -176,10 +177,11 @@ def _registered_plan(out_dir: Path, manifest: Manifest, found: Verification) -> 
 def _rows(manifest: Manifest, found: Verification) -> dict[str, ManifestRun]:
     rows: dict[str, ManifestRun] = {}
     for row in manifest.runs:
-        if row.run_id in rows:
-            found.problems.append(FolderProblem(MANIFEST, f"run {row.run_id} has two rows"))
+        run_id = row.planned.run_id
+        if run_id in rows:
+            found.problems.append(FolderProblem(MANIFEST, f"run {run_id} has two rows"))
         else:
-            rows[row.run_id] = row
+            rows[run_id] = row
     return rows
 
 
@@ -217,7 +219,8 @@ def _check_registered(
     for run_id, row in rows.items():
         if row.status != "pending":
             continue
-        expected = (row.phase == "main" and ended) or (row.phase == "pilot" and not passed)
+        phase = row.planned.phase
+        expected = (phase == "main" and ended) or (phase == "pilot" and not passed)
         if not expected:
             problems.append(
                 FolderProblem(MANIFEST, f"run {run_id} is pending: the campaign did not finish")
@@ -282,7 +285,9 @@ def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verificat
                     )
                 )
         uri = record.checkpoint.uri
-        if (redact_url(uri) if uri else None) != row.checkpoint.uri:
+        row_record = row.record()
+        assert row_record is not None  # a finished run's row
+        if (redact_url(uri) if uri else None) != row_record.checkpoint.uri:
             found.problems.append(
                 FolderProblem(name, f"checkpoint URI {uri} differs from manifest.json's")
             )

@@ -60,7 +60,7 @@ def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Fo
             ]
     latest = {t.user_attrs.get("run_id"): t for t in trials}  # oldest first: retries win
     problems = []
-    ran = {r.run_id: r for r in manifest.runs if r.status in STATES}
+    ran = {r.planned.run_id: r for r in manifest.runs if r.status in STATES}
     for run_id, row in ran.items():
         trial = latest.get(run_id)
         if trial is None:
@@ -78,7 +78,9 @@ def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Fo
                 )
             )
         metric = study.user_attrs.get("metric")
-        recorded = row.metrics.get(metric) if isinstance(metric, str) else None
+        record = row.record()  # in STATES: finished, so it has one
+        metrics = record.metrics if record is not None else {}
+        recorded = metrics.get(metric) if isinstance(metric, str) else None
         if row.status == "accepted" and trial.value != recorded:
             problems.append(
                 FolderProblem(
@@ -108,9 +110,10 @@ def check_checkpoint(
     `stores` caches the opened store per prefix (None: never open one); a store that cannot
     be listed is reported once, not once per run. Returns (problems, note); the note says
     why a store was not opened (memory://). A relative `file://` URI is inside `out_dir`."""
-    uri = row.checkpoint.uri
-    run_id = row.run_id
-    owner = row.continues or run_id  # a pilot saves in its main run's folder
+    run, record = row.planned, row.record()
+    uri = record.checkpoint.uri if record is not None else None
+    run_id = run.run_id
+    owner = run.continues or run_id  # a pilot saves in its main run's folder
     if uri is None:
         return [], None
     if USERINFO.search(uri.encode()):
@@ -211,11 +214,13 @@ def reevaluate(
         return [FolderProblem(PLAN, f"cannot re-evaluate any model: {exc}")]
     metric, problems = plan.metric.name, []
     for row, model in rows:
+        planned, record = row.planned, row.record()
+        assert record is not None  # an accepted run's row
         try:
             weights = load_weights(out_dir / model)
-            seed_everything(row.seed)
+            seed_everything(planned.seed)
             workload = factory.build(
-                row.params, seed=row.seed, device=torch.device("cpu"), steps=row.steps
+                planned.params, seed=planned.seed, device=torch.device("cpu"), steps=planned.steps
             )
             workload.model.load_state_dict(weights)
             got = float(workload.evaluate().metrics[metric])
@@ -224,11 +229,13 @@ def reevaluate(
                 FolderProblem(model, f"cannot be re-evaluated: {type(exc).__name__}: {exc}")
             )
             continue
-        recorded = row.metrics.get(metric)
-        trained_on = "cpu" if row.device.startswith("cpu") else "other"
+        recorded = record.metrics.get(metric)
+        trained_on = "cpu" if record.device.startswith("cpu") else "other"
         tolerance = tolerances[trained_on]
         if not isinstance(recorded, (int, float)) or not math.isfinite(recorded):
-            problems.append(FolderProblem(model, f"run {row.run_id} records no finite {metric}"))
+            problems.append(
+                FolderProblem(model, f"run {planned.run_id} records no finite {metric}")
+            )
         elif not abs(got - recorded) <= tolerance:
             problems.append(
                 FolderProblem(

@@ -19,6 +19,7 @@ from ablations.plan.sections import ResourcesSection
 from ablations.probe.point import probe_variant
 from ablations.records import RunSpec
 from ablations.slots.devices import SlotSpec, card_memory, plan_slots
+from ablations.slots.jobs import RunJob
 from ablations.slots.worker import SlotWorker
 from ablations.training.driver import execute, seed_everything
 from ablations.workloads.charlm import CharLMWorkload
@@ -95,7 +96,7 @@ def test_slot_worker_sees_its_one_card() -> None:
         SlotSpec(name=f"cuda:{count - 1}", device=f"cuda:{count - 1}", cpu_threads=1)
     )
     try:
-        record = worker.run(spec(steps=5, eval_every=5))
+        record = worker.do(RunJob(spec(steps=5, eval_every=5)))
     finally:
         worker.close()
     assert record.status == "accepted", record.error

@@ -3,7 +3,10 @@ byte for byte; a malformed one is one error naming the file and the field (verif
 it is read once per process while the file is unchanged.
 
 The manifest of a real campaign (trained runs, S3 checkpoints) gets the same round trip in
-tests/flows/test_output_folder.py.
+tests/flows/test_output_folder.py. The committed manifests in fixtures/ were written by the
+model as it was before `ManifestRun` was derived from `PlannedRun` and `RunRecord` (commit
+3533924): `make demo`'s manifest, trimmed, with a pending, a failed, a rejected and a trimmed
+row added (manifest-format2.json), and three rows as format 1 wrote them (artifacts by kind).
 """
 
 from __future__ import annotations
@@ -20,7 +23,13 @@ from ablations.campaign.state import register, registered_runs
 from ablations.campaign.steps import registered_projection
 from ablations.cli import main
 from ablations.outputs.export import write_outputs
-from ablations.outputs.manifest import Manifest, ManifestError, ManifestRun, read_manifest
+from ablations.outputs.manifest import (
+    Manifest,
+    ManifestError,
+    ManifestRun,
+    parse_manifest,
+    read_manifest,
+)
 from ablations.plan.variants import PlannedRun
 from ablations.records import PreflightReport, RunRecord, Stop, Timings
 from ablations.verify.folder import verify_folder
@@ -31,6 +40,36 @@ def test_a_row_holds_every_planned_and_record_field() -> None:
     """A field added to PlannedRun or RunRecord must reach the manifest's rows."""
     assert set(ManifestRun.model_fields) == set(PlannedRun.model_fields) | set(
         RunRecord.model_fields
+    )
+    shared = PlannedRun.model_fields.keys() & RunRecord.model_fields.keys()
+    in_order = [*PlannedRun.model_fields, *(k for k in RunRecord.model_fields if k not in shared)]
+    assert list(ManifestRun.model_fields) == in_order  # the JSON's order
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("name", ["manifest-format2.json", "manifest-format1.json"])
+def test_a_committed_manifest_is_written_again_byte_for_byte(name: str) -> None:
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    manifest = parse_manifest(FIXTURES / name)
+    assert manifest.to_json() == text
+    for row, written in zip(manifest.runs, json.loads(text)["runs"], strict=True):
+        assert list(row.model_dump(mode="json")) == list(written)  # the fields' order too
+        if row.status in ("pending", "unneeded"):
+            assert set(written) == {*PlannedRun.model_fields, "status"} and row.record() is None
+        else:
+            record = row.record()
+            assert record is not None and record.status == row.status
+            assert record.artifacts == row.artifact_paths
+
+
+def test_a_format_1_row_names_its_files_by_kind() -> None:
+    manifest = parse_manifest(FIXTURES / "manifest-format1.json")
+    assert manifest.manifest_format == 1 and manifest.files is None
+    row = manifest.runs[0]
+    assert row.artifact_entries == [] and row.artifact("model") == (
+        "models/pilot-control-s0-8c1e5ee3bd.pt"
     )
 
 

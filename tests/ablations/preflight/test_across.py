@@ -10,6 +10,7 @@ from ablations.checkpoint import open_store
 from ablations.preflight.across import preflight_across
 from ablations.preflight.verdict import check_spec
 from ablations.slots.devices import SlotSpec
+from ablations.slots.jobs import ContinueJob, PreflightOnSlot, PreflightStartJob
 from ablations.slots.messages import WorkloadFailed
 from ablations.slots.worker import SlotWorker, Warmup
 from tests.ablations.checkpoint.conftest import make_spec
@@ -31,21 +32,21 @@ def _worker(warmup: Warmup | None = None) -> Iterator[SlotWorker]:
 def test_the_continuation_runs_in_the_other_worker_and_agrees(tmp_path: Path) -> None:
     spec = make_spec(f"file://{tmp_path}/ckpt")
     with _worker() as first, _worker() as second:
-        start = first.preflight_start(spec, None)
+        start = first.do(PreflightStartJob(spec, None))
         assert start.reference is not None and start.reference.pid == first.pid
-        got = second.continue_check(check_spec(spec), start.reference.until)
+        got = second.do(ContinueJob(check_spec(spec), start.reference.until))
         assert got.pid == second.pid != first.pid
         assert got.resumed == start.reference.early and got.losses == start.reference.losses
 
-        report = preflight_across(first, lambda: _borrow(second), spec, None)
+        report = preflight_across(PreflightOnSlot(first), lambda: _borrow(second), spec, None)
     assert report.passed and report.restart is None and report.error is None
     assert spec.checkpoint is not None
     assert open_store(spec.checkpoint).keys("camp") == []  # the check leaves nothing behind
 
 
 @contextmanager
-def _borrow(worker: SlotWorker) -> Iterator[SlotWorker]:
-    yield worker
+def _borrow(worker: SlotWorker) -> Iterator[PreflightOnSlot]:
+    yield PreflightOnSlot(worker)
 
 
 def test_a_checkpoint_missing_state_fails_the_preflight_across_workers(tmp_path: Path) -> None:
@@ -53,7 +54,7 @@ def test_a_checkpoint_missing_state_fails_the_preflight_across_workers(tmp_path:
         update={"workload": "tests.ablations.checkpoint.workloads:ForgetfulDigits"}
     )
     with _worker() as first, _worker() as second:
-        report = preflight_across(first, lambda: _borrow(second), spec, None)
+        report = preflight_across(PreflightOnSlot(first), lambda: _borrow(second), spec, None)
     assert not report.passed and report.restart is not None
     assert report.restart.rule == "restart" and "after reload has loss" in report.restart.message
 
@@ -61,11 +62,11 @@ def test_a_checkpoint_missing_state_fails_the_preflight_across_workers(tmp_path:
 def test_a_continuation_that_cannot_run_is_a_failed_reload(tmp_path: Path) -> None:
     spec = make_spec(f"file://{tmp_path}/ckpt")
     with _worker() as first, _worker() as second:
-        start = first.preflight_start(spec, None)
+        start = first.do(PreflightStartJob(spec, None))
         assert start.reference is not None
         broken = check_spec(spec).model_copy(update={"workload": "no_such_module:X"})
         try:
-            second.continue_check(broken, start.reference.until)
+            second.do(ContinueJob(broken, start.reference.until))
         except WorkloadFailed as exc:  # the workload does not import: not the machine's fault
             assert "no_such_module" in str(exc)
         else:

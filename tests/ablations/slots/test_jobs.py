@@ -13,7 +13,7 @@ from ablations.checkpoint import commit, open_store
 from ablations.checkpoint.commit import Identity
 from ablations.preflight.verdict import check_spec, verdict
 from ablations.records import RunSpec
-from ablations.slots.jobs import continue_check, preflight_start, run_preflight, run_spec
+from ablations.slots.jobs import continue_check, preflight_on_slot, preflight_start, run_spec
 from ablations.workloads.digits import DigitsWorkload
 from tests.ablations.checkpoint.conftest import SMALL, make_spec
 
@@ -55,7 +55,7 @@ def test_the_whole_preflight_passes_on_a_sound_workload_and_leaves_the_store_cle
     tmp_path: Path,
 ) -> None:
     spec = _memory(tmp_path)
-    report = run_preflight(spec, _counts())
+    report = preflight_on_slot(spec, _counts())
     assert report.passed, report
     assert report.data_problems == [] and report.restart is None and report.error is None
     assert report.seconds > 0
@@ -66,7 +66,7 @@ def test_the_whole_preflight_passes_on_a_sound_workload_and_leaves_the_store_cle
 def test_registered_counts_the_data_lacks_fail_the_preflight_naming_them(tmp_path: Path) -> None:
     counts = _counts()
     wrong = {"train": counts["train"] + 1, "validation": 5}
-    report = run_preflight(_memory(tmp_path), wrong)
+    report = preflight_on_slot(_memory(tmp_path), wrong)
     assert not report.passed and report.restart is None
     problems = "\n".join(report.data_problems)
     assert f"train has {counts['train']} inputs, the plan registers {counts['train'] + 1}" in (
@@ -77,7 +77,7 @@ def test_registered_counts_the_data_lacks_fail_the_preflight_naming_them(tmp_pat
 
 def test_a_checkpoint_missing_state_is_a_restart_stop(tmp_path: Path) -> None:
     spec = _memory(tmp_path).model_copy(update={"workload": FORGETFUL})
-    report = run_preflight(spec, None)
+    report = preflight_on_slot(spec, None)
     assert not report.passed and report.data_problems == [] and report.restart is not None
     assert report.restart.rule == "restart" and "after reload has loss" in report.restart.message
 

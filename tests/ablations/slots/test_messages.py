@@ -19,19 +19,15 @@ from ablations.errors import (
     StoreError,
     WorkloadError,
 )
+from ablations.outputs.job import ResultsJob
 from ablations.records import LOST_WORKER_ERRORS, RunError
+from ablations.slots.jobs import ContinueJob, PreflightJob, PreflightStartJob, ProbeJob, RunJob
 from ablations.slots.messages import (
-    ContinueJob,
     Done,
     Failed,
     Finish,
     JobFailed,
-    PreflightJob,
-    PreflightStartJob,
-    ProbeJob,
     Ready,
-    ResultsJob,
-    RunJob,
     WorkerLost,
     WorkloadFailed,
     job_error,

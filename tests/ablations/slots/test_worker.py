@@ -1,4 +1,5 @@
-"""A slot's worker process: a crash fails that run only, and the next run gets a new worker."""
+"""A slot's worker process: any job runs itself there; a crash fails that run only, and the next
+run gets a new worker."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import pytest
 
 from ablations.checkpoint.commit import COMMIT
 from ablations.errors import InfrastructureError, StoreError, WorkloadError
+from ablations.outputs.job import ResultsJob
 from ablations.records import RunSpec
 from ablations.slots.devices import SlotSpec
+from ablations.slots.jobs import RunJob
 from ablations.slots.messages import Failed, JobFailed, WorkloadFailed, job_error
 from ablations.slots.worker import SlotWorker, Warmup
 from tests.ablations.checkpoint.conftest import make_spec
 from tests.ablations.checkpoint.workloads import CRASH_AT
+from tests.ablations.slots.foreign_job import Imported
 
 
 def _spec(run_id: str, workload: str) -> RunSpec:
@@ -34,6 +38,19 @@ def _spec(run_id: str, workload: str) -> RunSpec:
     )
 
 
+def test_any_job_runs_itself_and_the_worker_imports_only_the_kinds_it_receives() -> None:
+    worker = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1))
+    try:
+        before = set(worker.do(Imported()))
+        assert "ablations.slots.jobs" not in before  # no run came yet
+        record = worker.do(RunJob(_spec("b-s0-2", "ablations.workloads.digits:DigitsWorkload")))
+        after = set(worker.do(Imported()))
+    finally:
+        worker.close()
+    assert record.status == "accepted" and "ablations.slots.jobs" in after
+    assert not {m for m in after if m.startswith("ablations.outputs")}  # no results job came
+
+
 @pytest.mark.slow  # fault injection: a worker process killed mid-run
 def test_a_crashed_worker_fails_its_run_and_is_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -43,12 +60,14 @@ def test_a_crashed_worker_fails_its_run_and_is_replaced(
     monkeypatch.setenv(CRASH_AT, f"3:{marker}")  # inherited by the spawned worker
     worker = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1))
     try:
-        crashed = worker.run(_spec("a-s0-1", "tests.ablations.checkpoint.workloads:CrashingDigits"))
+        crashed = worker.do(
+            RunJob(_spec("a-s0-1", "tests.ablations.checkpoint.workloads:CrashingDigits"))
+        )
         assert crashed.status == "failed" and crashed.error is not None
         assert crashed.error.type == "WorkerCrashed" and "cpu#0" in crashed.error.message
         assert crashed.error.cause == "infrastructure" and crashed.lost  # a rerun retries it
         assert crashed.slot == "cpu#0"
-        healthy = worker.run(_spec("b-s0-2", "ablations.workloads.digits:DigitsWorkload"))
+        healthy = worker.do(RunJob(_spec("b-s0-2", "ablations.workloads.digits:DigitsWorkload")))
         assert healthy.status == "accepted" and healthy.steps_done == 20
         assert healthy.slot == "cpu#0" and worker.restarts == 2  # crashed, retried, crashed
     finally:
@@ -60,9 +79,9 @@ def test_the_results_step_runs_in_the_worker_and_reports_its_failure(tmp_path: P
     try:
         failed = r"writing the results failed: FileNotFoundError: .*plan\.yaml"
         with pytest.raises(JobFailed, match=failed) as raised:
-            worker.write_outputs(tmp_path)  # not a campaign folder
+            worker.do(ResultsJob(str(tmp_path)))  # not a campaign folder
         assert raised.value.failure.error_type == "FileNotFoundError"
-        healthy = worker.run(_spec("b-s0-2", "ablations.workloads.digits:DigitsWorkload"))
+        healthy = worker.do(RunJob(_spec("b-s0-2", "ablations.workloads.digits:DigitsWorkload")))
         assert healthy.status == "accepted"  # the worker goes on after a failed results step
     finally:
         worker.close()
@@ -80,7 +99,7 @@ def test_a_worker_lost_mid_run_is_retried_once_from_its_last_checkpoint(
     monkeypatch.setenv(CRASH_AT, f"25:{commit}:{tmp_path / 'crashed-once'}")
     worker = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1))
     try:
-        record = worker.run(spec)
+        record = worker.do(RunJob(spec))
     finally:
         worker.close()
     assert record.status == "accepted" and record.steps_done == 40, record.error

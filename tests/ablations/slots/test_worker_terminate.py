@@ -15,6 +15,7 @@ from ablations.checkpoint.commit import COMMIT
 from ablations.plan.sections import CheckpointSection, Interval
 from ablations.records import RunSpec
 from ablations.slots.devices import SlotSpec
+from ablations.slots.jobs import RunJob
 from ablations.slots.worker import SlotWorker, Warmup
 
 
@@ -42,7 +43,7 @@ def test_a_stopped_caller_lets_its_worker_commit_the_current_step(tmp_path: Path
         signal.setitimer(signal.ITIMER_REAL, 2.0)
         started = time.monotonic()
         with pytest.raises(Stopped):
-            worker.run(spec)
+            worker.do(RunJob(spec))
         waited = time.monotonic() - started
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)

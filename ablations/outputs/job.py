@@ -1,0 +1,45 @@
+"""The results step as a slot worker's job (`LocalSlots.write_results`): the worker imported
+their libraries (pandas, matplotlib, optuna) while it waited, and the campaign process never
+loads them. Importing this module imports none of them either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ablations.slots.messages import Failed, Job, WorkerLost, job_error
+
+if TYPE_CHECKING:
+    from ablations.slots.worker import SlotWorker
+
+
+@dataclass(frozen=True)
+class ResultsJob(Job[Path]):
+    """The campaign's results step (ledger, report, manifest); `Done` holds the manifest's path."""
+
+    out_dir: str
+
+    def run(self) -> Path:
+        from ablations.outputs.export import write_outputs
+
+        return write_outputs(Path(self.out_dir))
+
+    def dump(self, result: Path) -> str:
+        return str(result)
+
+    def failure(self, exc: Exception) -> Failed:
+        """The machine's, whatever its type: no workload code runs in this step (the campaign
+        process raises it as the results task's error)."""
+        return Failed.of(exc, cause="infrastructure")
+
+    def send(self, worker: SlotWorker) -> Path:
+        """The results step in the worker: the manifest's path; raises on failure
+        (`WorkerLost`, or `JobFailed` naming what the step raised)."""
+        reply = worker.call(self)
+        if reply is None:
+            raise WorkerLost(f"the worker process of slot {worker.slot.name} died writing results")
+        if isinstance(reply, Failed):
+            raise job_error(reply, f"writing the results failed: {reply}")
+        return Path(reply.body)
