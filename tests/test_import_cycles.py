@@ -172,9 +172,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ablations.probe", "ablations.budget"),
     # the campaign; the manifest's model with it (`CampaignFolder` reads it; it holds the gate)
     ("ablations.campaign", "ablations.outputs.manifest"),
-    # this machine's executor: worker processes for a campaign's slots
-    ("ablations.slots.local",),
     ("ablations.outputs", "ablations.report", "ablations.verify"),
+    # this machine's executor: worker processes for a campaign's slots; it hands the results
+    # step (`outputs.job`) to its first worker, so it sits above `outputs`
+    ("ablations.slots.local",),
     ("ablations.cli",),
     ("tasks",),
     ("flows",),
@@ -183,13 +184,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 or those below, type-only and deferred imports included. A module takes the layer of the
 longest name listed that contains it (`ablations.slots.devices` sits below `ablations.slots`)."""
 
-ORDER_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("ablations.slots.local", "ablations.outputs.job"): (
-        "the local executor hands the results step to its first worker as a job, which lives "
-        "with the step it runs (the worker knows no job, issue 27, item 6); goes when "
-        "`slots.local` sits above `outputs` in LAYERS (nothing there imports it)"
-    ),
-}
+ORDER_EXCEPTIONS: dict[tuple[str, str], str] = {}
 """Imports against the order that remain, each with why; the list may only shrink."""
 
 
