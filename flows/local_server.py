@@ -12,6 +12,7 @@ Nothing for the user to start or stop, as with Prefect's own ephemeral mode.
 from __future__ import annotations
 
 import atexit
+import importlib.metadata
 import importlib.util
 import os
 import socket
@@ -25,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ablations.errors import InfrastructureError
 from ablations.slots.parent_watch import PRCTL, die_with_parent
 from flows.server_database import prepare_database
 
@@ -64,7 +66,7 @@ def _taken(port: int) -> bool:
 def _site_packages() -> str:
     spec = importlib.util.find_spec("prefect")  # found, not imported: that costs a second
     if spec is None or spec.origin is None:
-        raise RuntimeError("prefect is not installed in this environment")
+        raise InfrastructureError("prefect is not installed in this environment")
     return str(Path(spec.origin).parent.parent)
 
 
@@ -117,10 +119,7 @@ class TemporaryServer:
                 self._launch()
                 continue
             if code is not None:
-                raise RuntimeError(
-                    f"the temporary Prefect server exited ({code}): {self._tail()}; "
-                    "try `prefect server start` and PREFECT_API_URL to see its log"
-                )
+                raise InfrastructureError(self._exit_message(code))
             try:
                 with LOOPBACK.open(f"{self.api_url}/health", timeout=2) as reply:
                     if reply.status == 200:
@@ -128,9 +127,23 @@ class TemporaryServer:
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             time.sleep(0.05)
-        raise RuntimeError(
+        raise InfrastructureError(
             f"the temporary Prefect server did not answer in {timeout_s:.0f} s "
             f"(raise PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS): {self._tail()}"
+        )
+
+    def _exit_message(self, code: int) -> str:
+        tail = self._tail()
+        if "Can't locate revision" in tail:  # alembic: a newer Prefect migrated this database
+            return (
+                "the temporary Prefect server cannot open PREFECT_HOME's database: a newer "
+                f"Prefect version (not {importlib.metadata.version('prefect')}, installed here) "
+                "migrated it. Install that version here, or point PREFECT_HOME at another "
+                "folder for this environment"
+            )
+        return (
+            f"the temporary Prefect server exited ({code}): {tail}; "
+            "try `prefect server start` and PREFECT_API_URL to see its log"
         )
 
     def _tail(self) -> str:

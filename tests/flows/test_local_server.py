@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ablations.errors import InfrastructureError
 from flows.environment import quiet_prefect
 from flows.local_server import TemporaryServer, campaign_api, start_unless_configured
 from tests.conftest import ROOT
@@ -51,7 +53,7 @@ def test_a_server_that_dies_is_an_error_naming_its_exit() -> None:
     assert server._process is not None
     server._process.kill()
     server._process.wait()
-    with pytest.raises(RuntimeError, match=r"temporary Prefect server exited \(-9\)"):
+    with pytest.raises(InfrastructureError, match=r"temporary Prefect server exited \(-9\)"):
         server.wait_ready(30)
     server.stop()
 
@@ -64,7 +66,23 @@ def test_a_server_whose_app_fails_to_start_is_reported_not_relaunched(
     monkeypatch.setenv("PREFECT_SERVER_DATABASE_CONNECTION_URL", "sqlite+aiosqlite:////proc/x/db")
     server = TemporaryServer()
     try:
-        with pytest.raises(RuntimeError, match=r"temporary Prefect server exited \(3\)"):
+        with pytest.raises(InfrastructureError, match=r"temporary Prefect server exited \(3\)"):
+            server.wait_ready(60)
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_a_database_a_newer_prefect_migrated_is_named_with_the_way_out(tmp_path: Path) -> None:
+    from flows.server_database import prepare_database
+
+    prepare_database()  # this home's database: the migrated template, as a first campaign gets
+    database = tmp_path / "prefect-home" / "prefect.db"
+    with sqlite3.connect(database) as db:  # as a newer Prefect's migration leaves it
+        db.execute("UPDATE alembic_version SET version_num = 'ffffffffffff'")
+    server = TemporaryServer()
+    try:
+        with pytest.raises(InfrastructureError, match=r"a newer Prefect version .* migrated it"):
             server.wait_ready(60)
     finally:
         server.stop()
