@@ -151,9 +151,9 @@ def _do(job: Job) -> Reply:
 def _write_outputs(out_dir: str) -> Reply:
     """The results step in this process: the manifest's path, or what went wrong."""
     try:
-        from ablations.outputs.export import write_outputs
+        from ablations.outputs.export import write_outputs_at
 
-        return Done(str(write_outputs(Path(out_dir))))
+        return Done(str(write_outputs_at(Path(out_dir))))
     except Exception as exc:  # the campaign process raises it as the results task's error;
         return Failed.of(exc, cause="infrastructure")  # no workload code runs in this step
 
