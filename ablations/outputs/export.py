@@ -256,7 +256,7 @@ def write_outputs(campaign: Campaign) -> Path:
     record_ledger(campaign, by_id)
     records = list(by_id.values())
     gate = campaign.gate()
-    assessment = assess_plan(plan, records=records)
+    assessment = assess_plan(plan, records=records, runs=campaign.runs)
     projection = campaign.projection()
     realized: dict[str, Any] = {}
     if projection is not None:
