@@ -2,9 +2,11 @@
 
 Write order (so a reader never trusts a half-written folder): the runs' own files and
 completion records exist first; then the ledger, runs.csv, the report and RELOAD.md; the
-manifest, which hashes all of them, is written last and atomically. The report is rebuilt
-from the manifest, so a first manifest without the `files` list is written before it; a
-manifest without `files` is an export that did not finish (`ablate verify` says so).
+manifest, which hashes all of them, is written last and atomically. The manifest is built
+once, from the loaded `Campaign` and the records read once; the report is built from that
+manifest in memory (as `ablate report` builds it from manifest.json), after a first
+manifest.json without the `files` list is written: a manifest without `files` is an export
+that did not finish (`ablate verify` says so).
 
 What is hashed: every file that is final once the manifest is written (per run: its record,
 metrics, predictions and final model; per campaign: plan.yaml, the state files, runs.csv,
@@ -63,7 +65,7 @@ from ablations.outputs.reload_doc import reload_markdown
 from ablations.records import Rejection, RunRecord
 from ablations.report.build import build_report
 from ablations.report.decision import decision_reached
-from ablations.report.from_folder import report_inputs
+from ablations.report.from_folder import manifest_inputs
 from ablations.units import utc
 
 STATE_FILES = (
@@ -299,9 +301,11 @@ def write_outputs(campaign: Campaign) -> Path:
     )
     data = [_flat(r.model_dump(mode="json"), plan.metric.name) for r in rows]
     folder.write_text(RUNS_CSV, pd.DataFrame(data, columns=RUN_COLUMNS).to_csv(index=False))
-    # First without `files`: the report is rebuilt from the manifest (it ignores `files`).
+    # First without `files` (a results step that did not finish); the report is built from
+    # this manifest as it is, as `ablate report` builds it from the file (`files` ignored).
+    # Its gate names who decided, as manifest.json does: the file always holds `source`.
     folder.write_manifest(manifest)
-    inputs = report_inputs(out_dir)
+    inputs = manifest_inputs(out_dir, plan, manifest, gate_source=gate.source if gate else None)
     build_report(out_dir, inputs)
     # What `ablate run` ends with
     manifest = manifest.model_copy(update={"decision_reached": decision_reached(inputs)})
