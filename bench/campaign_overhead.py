@@ -68,9 +68,9 @@ def trained_runs(out: Path) -> tuple[list[dict[str, object]], int]:
 
 
 def _eval_every(out: Path) -> int:
-    from ablations.campaign.state import registered_plan
+    from ablations.campaign.folder import CampaignFolder
 
-    return registered_plan(out).workload.eval_every
+    return CampaignFolder(out).plan().workload.eval_every
 
 
 def run_ray(python: Path, runs_file: Path, slots: int, threads: int) -> dict[str, float] | str:

@@ -1,7 +1,9 @@
 """The campaign flow: register -> preflight -> pilot -> gate -> main -> results.
 
 It only sequences and fans out; every step is a task over one `ablations` call, and every
-step is recognized as done on restart from the output folder.
+step is recognized as done on restart from the output folder. Right after registration the
+flow loads the `Campaign` (plan, registration, planned runs) once and passes it to every
+task: the tasks run in this process (`ThreadPoolTaskRunner`), so none reads those again.
 """
 
 # No `from __future__ import annotations` here: Prefect builds the deployment's parameter
@@ -19,17 +21,13 @@ from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from ablations.campaign.admission import admit, one_line
+from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
-from ablations.campaign.folder import REPORT, CampaignFolder
+from ablations.campaign.folder import REPORT
 from ablations.campaign.live import LiveCampaign
 from ablations.campaign.lock import hold_folder
 from ablations.campaign.scheduling import longest_first
-from ablations.campaign.state import (
-    phase_runs,
-    registered_plan,
-    registration_of,
-    remove_leftover_temporaries,
-)
+from ablations.campaign.state import remove_leftover_temporaries
 from ablations.campaign.steps import gate_decided
 from ablations.errors import InputError
 from ablations.outputs.summary import decision_sentence, final_rows
@@ -60,7 +58,7 @@ from tasks.runs import execute_run
 
 
 def _run_phase(
-    out_dir: str,
+    campaign: Campaign,
     executor: Executor,
     runs: list[PlannedRun],
     live: LiveArtifacts,
@@ -68,7 +66,8 @@ def _run_phase(
 ) -> list[RunRecord]:
     ordered = longest_first(runs, measured or [])
     futures = [
-        execute_run.submit(out_dir, r.run_id, r.variant, r.seed, r.phase, executor) for r in ordered
+        execute_run.submit(campaign, r.run_id, r.variant, r.seed, r.phase, executor)
+        for r in ordered
     ]
     live.start([r.run_id for r in ordered])
     records = []
@@ -95,31 +94,31 @@ def _run_phase(
 
 
 def _main_phase(
-    plan: Plan,
-    folder: str,
+    campaign: Campaign,
     executor: Executor,
     live: LiveArtifacts,
     main: list[PlannedRun],
     measured: list[RunRecord],
 ) -> list[RunRecord]:
     """Look by look: run the look's seeds for the open variants, then decide each of them."""
+    plan = campaign.plan
     records: list[RunRecord] = []
     drawing: list[PrefectFuture[None]] = []  # the curves after each look, drawn meanwhile
     unneeded = 0  # main runs no look started (trimmed ones were dropped at the gate)
     looks = len(plan.look_sizes)
     for look in range(looks):
-        runs = runs_for_look(folder, look)
+        runs = runs_for_look(campaign, look)
         if not runs:
             break
-        records += _run_phase(folder, executor, runs, live, measured + records)
-        decided = judge_look(folder, look, len(executor.slots))
+        records += _run_phase(campaign, executor, runs, live, measured + records)
+        decided = judge_look(campaign, look, len(executor.slots))
         for line in look_lines(decided, plan.metric.name):
             say(line)
         create_markdown_artifact(key=f"look-{look + 1}", markdown=look_markdown(decided))
         if not decided.still_open:
             break  # the report's curves follow at once
         # beside the next look's runs: the flow does not wait for the drawing
-        drawing.append(show_curves.submit(folder, f"after look {look + 1} of {looks}"))
+        drawing.append(show_curves.submit(campaign, f"after look {look + 1} of {looks}"))
         closed = {j.variant for j in decided.judgements} - set(decided.still_open)
         unneeded += live.drop([r.run_id for r in main if r.variant in closed])
     unneeded += live.drop([r.run_id for r in main])  # whatever no look started
@@ -159,26 +158,27 @@ def _campaign(
     # task it would end in Prefect's traceback instead of one line.
     admit(plan_yaml, plan_path or "plan_yaml", Path(out_dir))
     registration = register_campaign(plan_yaml, out_dir, plan_path or "inline plan")
-    folder = registration.out_dir
+    registered = Path(registration.out_dir)  # absolute
     # Only now, in a folder registered to this campaign: an interrupted run's, never trusted.
-    remove_leftover_temporaries(Path(folder))
-    plan = registered_plan(Path(folder))
+    remove_leftover_temporaries(registered)
+    # Loaded once: every task below gets this campaign (plan, registration, runs).
+    campaign = Campaign.load(registered)
     with (
         nullcontext(opened)
         if opened is not None
-        else open_executor(plan, folder, plan_path, devices, pool, heartbeat_timeout_s)
+        else open_executor(
+            campaign.plan, str(registered), plan_path, devices, pool, heartbeat_timeout_s
+        )
     ) as executor:
-        return _phases(plan, folder, gate, executor)
+        return _phases(campaign, gate, executor)
 
 
-def _phases(
-    plan: Plan, folder: str, gate: Literal["plan", "auto", "ui"], executor: Executor
-) -> State:
+def _phases(campaign: Campaign, gate: Literal["plan", "auto", "ui"], executor: Executor) -> State:
     """preflight -> pilot -> gate -> main -> results, on the campaign's executor."""
+    plan, registration = campaign.plan, campaign.registration
     slots = executor.slots
-    projection = project_campaign(folder, len(slots))
-    pilot, main = phase_runs(Path(folder), "pilot"), phase_runs(Path(folder), "main")
-    registration = registration_of(Path(folder))
+    projection = project_campaign(campaign, len(slots))
+    pilot, main = campaign.phase("pilot"), campaign.phase("main")
     say(
         f"campaign {registration.campaign_id} (plan {registration.plan_hash[:12]}): "
         f"{len(pilot)} pilot + {len(main)} main runs on {len(slots)} slot(s) "
@@ -188,28 +188,28 @@ def _phases(
         LiveCampaign.for_plan(plan, pilot + main, projection, registration.registered_at)
     )
     say("preflight: data check and restart check")
-    preflight = run_preflight(folder, executor)
+    preflight = run_preflight(campaign, executor)
     say(f"preflight: {'passed' if preflight.passed else 'FAILED'}")
     pilot_records: list[RunRecord] = []
     pilot_curves: PrefectFuture[None] | None = None
     if preflight.passed:
         say("pilot")
-        pilot_records = _run_phase(folder, executor, pilot, live)
-        pilot_curves = show_curves.submit(folder, "the pilot")  # drawn while the gate decides
+        pilot_records = _run_phase(campaign, executor, pilot, live)
+        pilot_curves = show_curves.submit(campaign, "the pilot")  # drawn while the gate decides
         create_table_artifact(
             key="pilot-runs",
             table=record_rows(pilot_records, plan.metric.name),
             description="Pilot runs",
         )
-    asked_before = gate_decided(Path(folder))
-    recommendation = recommend_gate(folder, len(slots))
+    asked_before = gate_decided(campaign)
+    recommendation = recommend_gate(campaign, len(slots))
     mode = plan.gate.mode if gate == "plan" else gate
     decision = recommendation
     # a defect to fix is not a question for a person: nothing runs until it is fixed
     if mode == "ui" and not asked_before and recommendation.decision != "fix":
         decision = ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
-        decision = resize_after_answer(folder, decision, len(slots))
-    decision = record_gate(folder, decision)
+        decision = resize_after_answer(campaign, decision, len(slots))
+    decision = record_gate(campaign, decision)
     say(f"gate: {decision.decision} ({decision.source}): {decision.reason}")
     create_markdown_artifact(key="gate-decision", markdown=decision_markdown(decision, main))
     if decision.decision in ("continue", "trim"):
@@ -219,20 +219,20 @@ def _phases(
             f"main: up to {len(main) - len(decision.drop)} runs ({len(decision.drop)} trimmed) "
             f"in {looks} look{'s' if looks > 1 else ''} at {list(plan.look_sizes)} seeds"
         )
-        _main_phase(plan, folder, executor, live, main, pilot_records)
+        _main_phase(campaign, executor, live, main, pilot_records)
     else:
         live.drop(r.run_id for r in main)
     if pilot_curves is not None:
         pilot_curves.wait()
-    manifest_path = write_results(folder, executor)  # while the executor's slots are open
-    manifest = CampaignFolder(Path(folder)).manifest()
+    manifest_path = write_results(campaign, executor)  # while the executor's slots are open
+    manifest = campaign.folder.manifest()  # written by the results step (maybe elsewhere)
     create_table_artifact(
         key="final-runs",
         table=final_rows(manifest, plan.metric.name),
         description="Main-phase runs, trimmed and unneeded ones included",
     )
     decided = decision_sentence(manifest)
-    say(f"decision: {decided} (report: {Path(folder) / REPORT})")
+    say(f"decision: {decided} (report: {campaign.out_dir / REPORT})")
     # The sentence is also the flow run's state message: the run page shows it, and the
     # "campaign finished" automation (`ablate notify`) sends it.
     return Completed(message=decided, data=manifest_path)

@@ -25,6 +25,7 @@ from prefect.exceptions import ObjectNotFound
 from prefect.settings import PREFECT_API_URL
 from prefect.states import Crashed
 
+from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import CampaignFolder
 from ablations.checkpoint import fence
@@ -217,11 +218,12 @@ class PoolExecutor:
         error = RunError(type=kind, message=problem, cause="infrastructure")
         return PreflightReport(passed=False, error=error)
 
-    def write_results(self, out_dir: Path) -> Path:
-        """In this process: the runs' records and artifacts are in the folder already."""
+    def write_results(self, campaign: Campaign) -> Path:
+        """In this process, from the campaign as loaded: the runs' records and artifacts are
+        in the folder already."""
         from ablations.outputs.export import write_outputs
 
-        return write_outputs(out_dir)
+        return write_outputs(campaign)
 
     def _call(
         self, kind: Kind, spec: RunSpec, expected: dict[str, int] | None, store: FsspecStore

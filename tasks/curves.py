@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
+from ablations.campaign.campaign import Campaign
 from ablations.report.artifact import curves_so_far
 
 
-@task(name="curves", task_run_name="curves: {title}")
-def show_curves(out_dir: str, title: str) -> None:
+# NO_CACHE: the campaign is an in-process handle, which Prefect cannot hash into a cache key
+@task(name="curves", task_run_name="curves: {title}", cache_policy=NO_CACHE)
+def show_curves(campaign: Campaign, title: str) -> None:
     """Draw the finished runs' curves and show them in the UI (key `learning-curves`)."""
-    markdown = curves_so_far(Path(out_dir), title)
+    markdown = curves_so_far(campaign, title)
     if markdown is not None:
         create_markdown_artifact(key="learning-curves", markdown=markdown, description=title)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
+from ablations.campaign.campaign import Campaign
 from ablations.campaign.gate import GateDecision
 from ablations.campaign.steps import (
     gate_recommendation,
@@ -13,20 +13,22 @@ from ablations.campaign.steps import (
     sized_after_answer,
 )
 
+# NO_CACHE on each: the campaign is an in-process handle, which Prefect cannot hash into a key
 
-@task(name="gate-recommendation")
-def recommend_gate(out_dir: str, slots: int) -> GateDecision:
+
+@task(name="gate-recommendation", cache_policy=NO_CACHE)
+def recommend_gate(campaign: Campaign, slots: int) -> GateDecision:
     """The registered policy's decision from the pilot's records."""
-    return gate_recommendation(Path(out_dir), slots)
+    return gate_recommendation(campaign, slots)
 
 
-@task(name="gate-resize")
-def resize_after_answer(out_dir: str, decision: GateDecision, slots: int) -> GateDecision:
+@task(name="gate-resize", cache_policy=NO_CACHE)
+def resize_after_answer(campaign: Campaign, decision: GateDecision, slots: int) -> GateDecision:
     """A person's answer, its projection and sizing re-made for the runs it keeps."""
-    return sized_after_answer(Path(out_dir), decision, slots)
+    return sized_after_answer(campaign, decision, slots)
 
 
-@task(name="gate-record")
-def record_gate(out_dir: str, decision: GateDecision) -> GateDecision:
+@task(name="gate-record", cache_policy=NO_CACHE)
+def record_gate(campaign: Campaign, decision: GateDecision) -> GateDecision:
     """Persist the decision so a restarted campaign never asks again."""
-    return record_gate_decision(Path(out_dir), decision)
+    return record_gate_decision(campaign, decision)

@@ -3,12 +3,11 @@ message."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Cancelled, Completed, Failed, State
 
+from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.steps import execute_registered_run
 from ablations.progress import outcome
@@ -35,12 +34,13 @@ def run_state(record: RunRecord) -> State:
     return Completed(message=f"{record.status}: {message}", data=record)
 
 
-# NO_CACHE: the executor holds processes and locks, which Prefect cannot hash into a cache key
+# NO_CACHE: the executor holds processes and locks, and the campaign is an in-process handle:
+# Prefect cannot hash either into a cache key
 @task(name="run", task_run_name="{variant} seed {seed} ({phase})", retries=0, cache_policy=NO_CACHE)
 def execute_run(
-    out_dir: str, run_id: str, variant: str, seed: int, phase: str, executor: Executor
+    campaign: Campaign, run_id: str, variant: str, seed: int, phase: str, executor: Executor
 ) -> State:
     """Run (or, after a restart, recognize) one registered run; return its state (the record
     as its data). The flow logs the run's one progress line; the reason is the state message."""
-    record: RunRecord = execute_registered_run(Path(out_dir), run_id, executor)
+    record: RunRecord = execute_registered_run(campaign, run_id, executor)
     return run_state(record)

@@ -274,16 +274,19 @@ def assess_plan(
     records: Sequence[RunRecord] = (),
     accepted: int | None = None,
     probe: ProbeResult | None = None,
+    runs: Sequence[PlannedRun] | None = None,
 ) -> BudgetAssessment:
     """The plan's registered runs against its package.
 
     Busy hours come from the pilot's records when there are any, else from `probe` (the
     step, evaluation and build times `ablate probe` measured), else from the plan's
-    `budget.estimate`. `accepted` overrides the count taken from the records.
+    `budget.estimate`. `accepted` overrides the count taken from the records. `runs`: the
+    plan's runs when the caller has them already (a loaded `Campaign`'s), else built here.
     """
     catalog = Catalog(plan.budget.offers)
     package = catalog.resolve(plan.budget.package)
-    runs = planned_runs(plan, plan_hash(plan))
+    if runs is None:
+        runs = planned_runs(plan, plan_hash(plan))
     pilot = [r for r in records if r.phase == "pilot"]
     estimate = plan.budget.estimate if probe is None else probe.estimate(plan.budget.estimate)
     if pilot:

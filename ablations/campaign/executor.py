@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from ablations.campaign.campaign import Campaign
 from ablations.records import PreflightReport, RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec
 
@@ -34,6 +35,8 @@ class Executor(Protocol):
         that did not save the checkpoint)."""
         ...
 
-    def write_results(self, out_dir: Path) -> Path:
-        """Write the output folder from its completion records; the manifest's path."""
+    def write_results(self, campaign: Campaign) -> Path:
+        """Write the campaign's output folder from its completion records; the manifest's
+        path. In this process from `campaign`, or in another that loads its own from the
+        folder (`campaign.out_dir`)."""
         ...

@@ -13,7 +13,6 @@ or None where the file does not exist (yet).
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -119,9 +118,13 @@ class CampaignFolder:
         return (self.root / PLAN).read_text(encoding="utf-8")
 
     def plan(self) -> Plan:
-        """The registered plan (parsed once per process: every run task asks)."""
-        path = self.root / PLAN
-        return parsed_plan(self.plan_text(), str(path))
+        """The registered plan, parsed from plan.yaml at each call: a campaign's process reads
+        it once (`Campaign.load`) and passes the campaign on."""
+        from ablations.plan.io import parse_yaml
+        from ablations.plan.model import parse_plan
+
+        source = str(self.root / PLAN)
+        return parse_plan(parse_yaml(self.plan_text(), source), source)
 
     def write_registration(self, registration: Registration) -> None:
         atomic_write_text(self.path(REGISTRATION), registration.model_dump_json(indent=2))
@@ -216,12 +219,3 @@ class CampaignFolder:
         path = self.path(relative)
         atomic_write_bytes(path, data)
         return path
-
-
-@functools.lru_cache(maxsize=8)
-def parsed_plan(text: str, source: str) -> Plan:
-    """A registered plan's text parsed, once per process and text."""
-    from ablations.plan.io import parse_yaml
-    from ablations.plan.model import parse_plan
-
-    return parse_plan(parse_yaml(text, source), source)

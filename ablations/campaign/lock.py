@@ -50,19 +50,19 @@ def _holder(fd: int) -> str:
         return "a process that has not yet written its pid"
 
 
-def _acquire(folder: Path) -> int:
-    if not folder.exists():
-        folder.mkdir(parents=True)
-        _created.add(folder)
+def _acquire(out_dir: Path) -> int:
+    if not out_dir.exists():
+        out_dir.mkdir(parents=True)
+        _created.add(out_dir)
     # O_NOFOLLOW: a planted `.lock` symlink would have us truncate and write its target.
     flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
     try:
-        fd = os.open(folder / LOCK_NAME, flags, 0o644)
+        fd = os.open(out_dir / LOCK_NAME, flags, 0o644)
     except OSError as exc:
-        _created.discard(folder)
+        _created.discard(out_dir)
         if exc.errno == errno.ELOOP:
             raise InputError(
-                f"{folder / LOCK_NAME} is a symbolic link: refused (a campaign folder's lock "
+                f"{out_dir / LOCK_NAME} is a symbolic link: refused (a campaign folder's lock "
                 "is a plain file; remove the link)"
             ) from None
         raise
@@ -71,14 +71,14 @@ def _acquire(folder: Path) -> int:
     except BlockingIOError:
         holder = _holder(fd)
         os.close(fd)
-        _created.discard(folder)
+        _created.discard(out_dir)
         raise FolderBusyError(
-            f"{folder} is in use by another campaign ({holder}); wait for it to finish, "
+            f"{out_dir} is in use by another campaign ({holder}); wait for it to finish, "
             "or choose another --out"
         ) from None
     except BaseException:
         os.close(fd)
-        _created.discard(folder)
+        _created.discard(out_dir)
         raise
     me = json.dumps({"pid": os.getpid(), "host": socket.gethostname()}).encode()
     os.ftruncate(fd, 0)
@@ -87,11 +87,11 @@ def _acquire(folder: Path) -> int:
 
 
 @contextmanager
-def hold_folder(folder: Path) -> Iterator[None]:
+def hold_folder(out_dir: Path) -> Iterator[None]:
     """Hold the output folder's lock for the block; `FolderBusyError` when another holds it.
 
     Creates the folder (and only `.lock` in it) when missing."""
-    key = folder.resolve()
+    key = out_dir.resolve()
     with _guard:
         fd, depth = _held.get(key, (-1, 0))
         if depth == 0:
@@ -109,13 +109,13 @@ def hold_folder(folder: Path) -> Iterator[None]:
                 _held[key] = (fd, depth - 1)
 
 
-def _release(folder: Path, fd: int) -> None:
-    if folder in _created:
-        _created.discard(folder)
+def _release(out_dir: Path, fd: int) -> None:
+    if out_dir in _created:
+        _created.discard(out_dir)
         try:
-            if [p.name for p in folder.iterdir()] == [LOCK_NAME]:
-                (folder / LOCK_NAME).unlink()
-                folder.rmdir()
+            if [p.name for p in out_dir.iterdir()] == [LOCK_NAME]:
+                (out_dir / LOCK_NAME).unlink()
+                out_dir.rmdir()
         except OSError:  # something else appeared meanwhile: keep the folder as it is
             pass
     os.close(fd)  # releases the flock; the file stays, naming the last holder

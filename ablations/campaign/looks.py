@@ -12,35 +12,27 @@ ended by the budget, and says so.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from ablations.analysis.looks import LookRecord, Looks, diffs_by_variant, look_design
 from ablations.analysis.sequential import Judgement, LookDesign, judge_look
 from ablations.analysis.verdicts import runs_verdict
 from ablations.budget import estimate_from_records, project
-from ablations.campaign.folder import CampaignFolder
-from ablations.campaign.state import (
-    load_records,
-    phase_runs,
-    registered_plan,
-    registration_of,
-)
+from ablations.campaign.campaign import Campaign
 from ablations.crash_points import crash_point
-from ablations.plan.model import Plan
 from ablations.plan.sections import Verdict
 from ablations.plan.variants import CONTROL, PlannedRun
 from ablations.records import RunRecord
 
 
-def recorded_looks(out_dir: Path) -> Looks:
+def recorded_looks(campaign: Campaign) -> Looks:
     """The looks recorded so far (none before the main phase)."""
-    return CampaignFolder(out_dir).looks() or Looks()
+    return campaign.looks()
 
 
-def _candidates(out_dir: Path, main: list[PlannedRun]) -> list[str]:
+def _candidates(campaign: Campaign, main: list[PlannedRun]) -> list[str]:
     """Variants the looks judge: every one compared with the control, unless the gate
     trimmed all its main runs."""
-    gate = CampaignFolder(out_dir).gate()
+    gate = campaign.gate()
     dropped = set(gate.drop) if gate else set()
     names: dict[str, bool] = {}
     for run in main:
@@ -49,30 +41,30 @@ def _candidates(out_dir: Path, main: list[PlannedRun]) -> list[str]:
     return [name for name, kept in names.items() if kept]
 
 
-def look_runs(out_dir: Path, look: int) -> list[PlannedRun]:
+def look_runs(campaign: Campaign, look: int) -> list[PlannedRun]:
     """The main runs look `look` starts: its batch for each open variant and the control (the
     first batch of the control always runs: the baseline is a result of its own, even when
     the gate trimmed every variant)."""
-    main = phase_runs(out_dir, "main")
-    gate = CampaignFolder(out_dir).gate()
+    main = campaign.phase("main")
+    gate = campaign.gate()
     dropped = set(gate.drop) if gate else set()
-    open_now = set(recorded_looks(out_dir).open_at(look, _candidates(out_dir, main)))
+    open_now = set(recorded_looks(campaign).open_at(look, _candidates(campaign, main)))
     if not open_now and look > 0:
         return []  # every variant decided: the control needs no more seeds either
     wanted = open_now | {CONTROL}
     return [r for r in main if r.look == look and r.variant in wanted and r.run_id not in dropped]
 
 
-def decide_look(out_dir: Path, look: int, slots: int) -> LookRecord:
+def decide_look(campaign: Campaign, look: int, slots: int) -> LookRecord:
     """Judge every open variant at `look` and record it; a recorded look is returned as is."""
-    looks = recorded_looks(out_dir)
+    looks = recorded_looks(campaign)
     if look < len(looks.looks):
         return looks.looks[look]
-    plan = registered_plan(out_dir)
+    plan = campaign.plan
     design = look_design(plan)
-    main = phase_runs(out_dir, "main")
-    records = load_records(out_dir)
-    open_now = looks.open_at(look, _candidates(out_dir, main))
+    main = campaign.phase("main")
+    records = campaign.records()
+    open_now = looks.open_at(look, _candidates(campaign, main))
     seeds = set(plan.seed_list[: design.looks[look]])
     by_runs: dict[str, Judgement] = {}
     values: dict[str, dict[int, float]] = {}
@@ -109,9 +101,9 @@ def decide_look(out_dir: Path, look: int, slots: int) -> LookRecord:
         decided_at=time.time(),
     )
     record = record.model_copy(
-        update={"budget_ended": _beyond_budget(out_dir, plan, record, records, main, slots)}
+        update={"budget_ended": _beyond_budget(campaign, record, records, main, slots)}
     )
-    CampaignFolder(out_dir).write_looks(looks.with_look(record))
+    campaign.folder.write_looks(looks.with_look(record))
     crash_point(f"after-look-{look + 1}")
     return record
 
@@ -127,8 +119,7 @@ def _decided_by_runs(
 
 
 def _beyond_budget(
-    out_dir: Path,
-    plan: Plan,
+    campaign: Campaign,
     record: LookRecord,
     records: dict[str, RunRecord],
     main: list[PlannedRun],
@@ -136,6 +127,7 @@ def _beyond_budget(
 ) -> list[str]:
     """The open variants when the next look's runs do not fit what is left of the window
     (less the gate's reserve); none when they fit or no look follows."""
+    plan = campaign.plan
     still_open = record.still_open
     nxt = record.look + 1
     if not still_open or nxt >= record.looks:
@@ -145,7 +137,7 @@ def _beyond_budget(
     measured = [r for r in records.values() if r.status != "trimmed"]
     estimate = estimate_from_records(measured, plan)
     projection = project(plan, runs, estimate, slots)
-    elapsed = (time.time() - registration_of(out_dir).registered_at) / 3600
+    elapsed = (time.time() - campaign.registration.registered_at) / 3600
     available = (
         projection.window_hours * (1 - plan.gate.budget_margin) - elapsed - plan.budget.prep_hours
     )

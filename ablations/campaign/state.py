@@ -3,25 +3,26 @@
 Everything a restarted campaign needs to skip finished work is a small JSON file of the folder
 (`CampaignFolder` names and writes them atomically), so a finished run is recognized without
 rereading its metrics or checkpoints: the registered plan and its registration, one
-completion record per finished run, the preflight report and the gate decision.
+completion record per finished run, the preflight report and the gate decision. Here: the
+registration (which writes the first two), removing an interrupted campaign's temporaries,
+and saving a completion record; a registered campaign is read back as a whole
+(`ablations.campaign.campaign.Campaign.load`).
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from pathlib import Path
 
 from ablations.atomic import atomic_write_text
-from ablations.campaign.folder import CampaignFolder, Registration, parsed_plan
+from ablations.campaign.folder import CampaignFolder, Registration
 from ablations.crash_points import AFTER_PLAN, crash_point
 from ablations.errors import CampaignConflictError, InfrastructureError, InputError
 from ablations.names import LOCK, PLAN, REGISTRATION, WRITTEN_FOLDERS
 from ablations.outputs.manifest import NotACampaignFolder, read_manifest
 from ablations.plan.io import parse_yaml
 from ablations.plan.model import Plan, parse_plan, plan_hash
-from ablations.plan.variants import PlannedRun, planned_runs
 from ablations.records import RunRecord
 
 __all__ = [
@@ -30,11 +31,8 @@ __all__ = [
     "atomic_write_text",
     "existing_registration",
     "folder_uri",
-    "load_record",
-    "load_records",
     "read_manifest",
     "register",
-    "registered_plan",
     "remove_leftover_temporaries",
     "save_record",
 ]
@@ -146,11 +144,6 @@ def register(plan_text: str, out_dir: Path, source: str = "plan") -> Registratio
     return registration
 
 
-def registered_plan(out_dir: Path) -> Plan:
-    """The plan frozen in the output folder (parsed once per process: every run task asks)."""
-    return CampaignFolder(out_dir).plan()
-
-
 def folder_uri(uri: str, out_dir: Path) -> str:
     """A `file://` URI into the output folder written relative to it (`file://checkpoints/
     <campaign>/<run>/step-N`, as the plan writes a store inside the folder), so a moved or
@@ -172,41 +165,3 @@ def save_record(out_dir: Path, record: RunRecord) -> None:
         checkpoint = record.checkpoint.model_copy(update={"uri": folder_uri(uri, out_dir)})
         record = record.model_copy(update={"checkpoint": checkpoint})
     CampaignFolder(out_dir).write_record(record)
-
-
-def load_record(out_dir: Path, run_id: str) -> RunRecord | None:
-    """A finished run's record, or None when the run has not finished. A run whose worker
-    or host was lost (`RunRecord.lost`) has not finished: a rerun retries it."""
-    record = CampaignFolder(out_dir).record(run_id)
-    return None if record is None or record.lost else record
-
-
-def load_records(out_dir: Path) -> dict[str, RunRecord]:
-    """Every completion record in the folder, by run id."""
-    return CampaignFolder(out_dir).records()
-
-
-def registration_of(out_dir: Path) -> Registration:
-    """The folder's registration record, naming the folder where it is now (moved or not)."""
-    known = CampaignFolder(out_dir).registration()
-    if known is None:
-        raise InputError(f"{out_dir} holds no registered campaign ({REGISTRATION})")
-    return known.model_copy(update={"out_dir": str(out_dir.resolve())})
-
-
-def registered_runs(out_dir: Path) -> list[PlannedRun]:
-    """Every run the registered plan defines (built once per process and plan: every run
-    task asks, and a plan of many factors has many runs of many parameters)."""
-    digest = registration_of(out_dir).plan_hash
-    folder = CampaignFolder(out_dir)
-    return list(_planned_runs(folder.plan_text(), str(folder.root / PLAN), digest))
-
-
-@functools.lru_cache(maxsize=8)
-def _planned_runs(plan_text: str, source: str, digest: str) -> tuple[PlannedRun, ...]:
-    return tuple(planned_runs(parsed_plan(plan_text, source), digest))
-
-
-def phase_runs(out_dir: Path, phase: str) -> list[PlannedRun]:
-    """The registered runs of one phase."""
-    return [r for r in registered_runs(out_dir) if r.phase == phase]

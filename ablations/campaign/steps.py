@@ -1,7 +1,8 @@
-"""The campaign's steps as plain functions over the output folder (the tasks wrap these).
+"""The campaign's steps as plain functions over a loaded `Campaign` (the tasks wrap these).
 
 Each step is restartable: it first looks for its own result in the folder (preflight.json,
-records/<run_id>.json, gate.json) and only does the work when it is missing. A failed
+records/<run_id>.json, gate.json) and only does the work when it is missing. The plan, the
+registration and the planned runs come from the `Campaign`, loaded once per process. A failed
 preflight, and the gate's `fix` that follows from it, are not kept as results: a rerun of the
 folder repeats preflight (after the defect is fixed it passes, the pilot runs and the gate is
 asked again).
@@ -17,52 +18,42 @@ import yaml
 
 from ablations.budget import Projection, estimate_from_records, project
 from ablations.budget.sizing import size_main
+from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
-from ablations.campaign.folder import CampaignFolder
 from ablations.campaign.gate import GateDecision, auto_decision
 from ablations.campaign.specs import spec_for
-from ablations.campaign.state import (
-    load_record,
-    load_records,
-    phase_runs,
-    registered_plan,
-    registered_runs,
-    registration_of,
-    save_record,
-)
+from ablations.campaign.state import save_record
 from ablations.crash_points import AFTER_GATE, crash_point
-from ablations.errors import CampaignInterrupted, InputError
+from ablations.errors import CampaignInterrupted
 from ablations.names import REFRAME_DRAFT
 from ablations.plan.variants import CONTROL
 from ablations.preemption import TERMINATE
 from ablations.records import PreflightReport, RunRecord
 
 
-def registered_projection(out_dir: Path, slots: int) -> Projection:
+def registered_projection(campaign: Campaign, slots: int) -> Projection:
     """The projection made at registration from the plan's estimates, kept as it was."""
-    folder = CampaignFolder(out_dir)
-    known = folder.projection()
+    known = campaign.projection()
     if known is not None:
         return known
-    plan = registered_plan(out_dir)
-    projection = project(plan, registered_runs(out_dir), plan.budget.estimate, slots)
-    folder.write_projection(projection)
+    plan = campaign.plan
+    projection = project(plan, campaign.runs, plan.budget.estimate, slots)
+    campaign.folder.write_projection(projection)
     return projection
 
 
-def preflight_once(out_dir: Path, executor: Executor) -> PreflightReport:
+def preflight_once(campaign: Campaign, executor: Executor) -> PreflightReport:
     """The data and restart checks on the control's run, until they pass once per campaign
     (a failed report is replaced by the next attempt's)."""
-    known = CampaignFolder(out_dir).preflight()
+    known = campaign.preflight()
     if known is not None and known.passed:
         return known
-    plan = registered_plan(out_dir)
-    registration = registration_of(out_dir)
-    control = next(r for r in phase_runs(out_dir, "pilot") if r.variant == CONTROL)
+    plan = campaign.plan
+    control = next(r for r in campaign.phase("pilot") if r.variant == CONTROL)
     # The restart check saves under a key of its own attempt: never the real run's, and never
     # another attempt's (two processes on one folder or one shared store cannot collide).
     attempt = uuid.uuid4().hex[:8]
-    spec = spec_for(plan, registration, control).model_copy(
+    spec = spec_for(plan, campaign.registration, control).model_copy(
         update={
             "run_id": f"preflight-{control.run_id}-{attempt}",
             "out_dir": None,
@@ -72,58 +63,58 @@ def preflight_once(out_dir: Path, executor: Executor) -> PreflightReport:
     )
     report = executor.preflight(spec, plan.workload.expected_inputs)
     report = report.model_copy(update={"check_id": spec.run_id})
-    CampaignFolder(out_dir).write_preflight(report)
+    campaign.folder.write_preflight(report)
     return report
 
 
-def execute_registered_run(out_dir: Path, run_id: str, executor: Executor) -> RunRecord:
+def execute_registered_run(campaign: Campaign, run_id: str, executor: Executor) -> RunRecord:
     """Run one registered run on the executor, or return its completion record if finished."""
-    finished = load_record(out_dir, run_id)
+    finished = campaign.finished(run_id)
     if finished is not None:
         return finished
-    plan = registered_plan(out_dir)
-    registration = registration_of(out_dir)
-    run = next((r for r in registered_runs(out_dir) if r.run_id == run_id), None)
-    if run is None:
-        raise InputError(f"run {run_id!r} is not registered in {out_dir}")
+    run = campaign.run(run_id)  # InputError when the plan defines no such run
     if TERMINATE.requested:  # a campaign asked to stop starts nothing new
         raise CampaignInterrupted(f"run {run_id} not started: {TERMINATE.reason} received")
-    spec = spec_for(plan, registration, run)
+    spec = spec_for(campaign.plan, campaign.registration, run)
     record = executor.run(spec)
-    save_record(out_dir, record)
+    save_record(campaign.out_dir, record)
     if record.interrupted:  # recorded (a rerun resumes it); nothing of the campaign goes on
         raise CampaignInterrupted(f"run {run_id}: {record.error}")
     return record
 
 
-def _recorded_gate(out_dir: Path) -> GateDecision | None:
+def _recorded_gate(campaign: Campaign) -> GateDecision | None:
     """The recorded decision, unless it is `fix`: that one is asked again after preflight."""
-    decision = CampaignFolder(out_dir).gate()
+    decision = campaign.gate()
     return None if decision is None or decision.decision == "fix" else decision
 
 
-def gate_recommendation(out_dir: Path, slots: int) -> GateDecision:
+def gate_recommendation(campaign: Campaign, slots: int) -> GateDecision:
     """The recorded decision if the gate was already passed, else the policy's."""
-    known = _recorded_gate(out_dir)
+    known = _recorded_gate(campaign)
     if known is not None:
         return known
-    plan = registered_plan(out_dir)
-    records = load_records(out_dir)
-    pilot = [records[r.run_id] for r in phase_runs(out_dir, "pilot") if r.run_id in records]
-    preflight = CampaignFolder(out_dir).preflight() or PreflightReport(passed=False)
-    elapsed = (time.time() - registration_of(out_dir).registered_at) / 3600
+    records = campaign.records()
+    pilot = [records[r.run_id] for r in campaign.phase("pilot") if r.run_id in records]
+    preflight = campaign.preflight() or PreflightReport(passed=False)
+    elapsed = (time.time() - campaign.registration.registered_at) / 3600
     return auto_decision(
-        plan, pilot, preflight, phase_runs(out_dir, "main"), slots=slots, elapsed_hours=elapsed
+        campaign.plan,
+        pilot,
+        preflight,
+        campaign.phase("main"),
+        slots=slots,
+        elapsed_hours=elapsed,
     )
 
 
-def gate_decided(out_dir: Path) -> bool:
+def gate_decided(campaign: Campaign) -> bool:
     """Whether the gate decision is already recorded (a restart never asks again; a `fix`
     is asked again once preflight passes)."""
-    return _recorded_gate(out_dir) is not None
+    return _recorded_gate(campaign) is not None
 
 
-def sized_after_answer(out_dir: Path, decision: GateDecision, slots: int) -> GateDecision:
+def sized_after_answer(campaign: Campaign, decision: GateDecision, slots: int) -> GateDecision:
     """A person's answer with the main phase re-sized for the runs it keeps.
 
     The recommendation's numbers were projected for the policy's own drops; after a person
@@ -131,11 +122,11 @@ def sized_after_answer(out_dir: Path, decision: GateDecision, slots: int) -> Gat
     that will run. The recommendation's figures stay as they were, its `recommended_` ones."""
     if decision.source != "ui" or decision.decision not in ("continue", "trim"):
         return decision
-    plan = registered_plan(out_dir)
-    records = load_records(out_dir)
-    pilot = [records[r.run_id] for r in phase_runs(out_dir, "pilot") if r.run_id in records]
+    plan = campaign.plan
+    records = campaign.records()
+    pilot = [records[r.run_id] for r in campaign.phase("pilot") if r.run_id in records]
     dropped = set(decision.drop)
-    kept = [r for r in phase_runs(out_dir, "main") if r.run_id not in dropped]
+    kept = [r for r in campaign.phase("main") if r.run_id not in dropped]
     available = decision.numbers.get("available_hours")
     if not isinstance(available, float | int):
         return decision
@@ -150,32 +141,32 @@ def sized_after_answer(out_dir: Path, decision: GateDecision, slots: int) -> Gat
     return decision.model_copy(update={"numbers": numbers, "sizing": sizing})
 
 
-def record_gate_decision(out_dir: Path, decision: GateDecision) -> GateDecision:
+def record_gate_decision(campaign: Campaign, decision: GateDecision) -> GateDecision:
     """Persist the decision once: trimmed runs get records; reframe gets a draft plan; fix
     nothing beside gate.json, which the next attempt replaces.
 
     gate.json is written first and everything else is derived from it, here and again on
     every restart: a campaign killed in between completes what the recorded decision says
     (never trimmed records without the decision that trimmed them)."""
-    known = _recorded_gate(out_dir)
+    known = _recorded_gate(campaign)
     if known is None:
         decision = decision.model_copy(update={"decided_at": time.time()})  # the timeline's gate
-        CampaignFolder(out_dir).write_gate(decision)
+        campaign.folder.write_gate(decision)
         crash_point(AFTER_GATE)
     else:
         decision = known
-    _apply_gate(out_dir, decision)
+    _apply_gate(campaign, decision)
     return decision
 
 
-def _apply_gate(out_dir: Path, decision: GateDecision) -> None:
+def _apply_gate(campaign: Campaign, decision: GateDecision) -> None:
     """The files a recorded decision implies: a record per trimmed run, a reframe's draft."""
-    main = {r.run_id: r for r in phase_runs(out_dir, "main")}
+    main = {r.run_id: r for r in campaign.phase("main")}
     for run_id in decision.drop:
         run = main[run_id]
-        if load_record(out_dir, run_id) is None:
+        if campaign.finished(run_id) is None:
             save_record(
-                out_dir,
+                campaign.out_dir,
                 RunRecord(
                     run_id=run.run_id,
                     variant=run.variant,
@@ -185,18 +176,17 @@ def _apply_gate(out_dir: Path, decision: GateDecision) -> None:
                     status="trimmed",
                 ),
             )
-    folder = CampaignFolder(out_dir)
-    if decision.decision == "reframe" and not (folder.root / REFRAME_DRAFT).exists():
-        write_reframe_draft(out_dir, decision.reason)
+    if decision.decision == "reframe" and not (campaign.out_dir / REFRAME_DRAFT).exists():
+        write_reframe_draft(campaign, decision.reason)
 
 
-def write_reframe_draft(out_dir: Path, reason: str) -> Path:
+def write_reframe_draft(campaign: Campaign, reason: str) -> Path:
     """A draft plan for the revised question, under a new campaign id: the question is kept
     as it was (the reason is a comment above it), so the draft is a valid plan to edit."""
-    folder = CampaignFolder(out_dir)
+    folder = campaign.folder
     data = yaml.safe_load(folder.plan_text())
-    campaign = data["campaign"]
-    campaign["id"] = f"{campaign['id']}-reframed"[:64]
+    section = data["campaign"]
+    section["id"] = f"{section['id']}-reframed"[:64]
     reason_lines = "".join(f"#   {line}\n" for line in reason.splitlines() or [""])
     header = (
         "# Draft for a new campaign: the gate decided to reframe.\n"

@@ -105,9 +105,9 @@ def _budget(args: argparse.Namespace) -> int:
         if args.records is not None:
             if not args.records.is_dir():
                 raise BudgetError(f"--records: {str(args.records)!r} is not a folder")
-            from ablations.campaign.state import load_records
+            from ablations.campaign.folder import CampaignFolder
 
-            records = list(load_records(args.records).values())
+            records = list(CampaignFolder(args.records).records().values())
         from ablations.probe.sweep import for_plan
 
         plan = load_plan(args.plan)

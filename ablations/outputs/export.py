@@ -2,9 +2,11 @@
 
 Write order (so a reader never trusts a half-written folder): the runs' own files and
 completion records exist first; then the ledger, runs.csv, the report and RELOAD.md; the
-manifest, which hashes all of them, is written last and atomically. The report is rebuilt
-from the manifest, so a first manifest without the `files` list is written before it; a
-manifest without `files` is an export that did not finish (`ablate verify` says so).
+manifest, which hashes all of them, is written last and atomically. The manifest is built
+once, from the loaded `Campaign` and the records read once; the report is built from that
+manifest in memory (as `ablate report` builds it from manifest.json), after a first
+manifest.json without the `files` list is written: a manifest without `files` is an export
+that did not finish (`ablate verify` says so).
 
 What is hashed: every file that is final once the manifest is written (per run: its record,
 metrics, predictions and final model; per campaign: plan.yaml, the state files, runs.csv,
@@ -29,8 +31,7 @@ from ablations.budget import (
     planned_vs_realized,
     planned_vs_realized_markdown,
 )
-from ablations.campaign.folder import CampaignFolder
-from ablations.campaign.state import registered_runs, registration_of
+from ablations.campaign.campaign import Campaign
 from ablations.credentials import redact_url
 from ablations.names import (
     DEFAULT_TOLERANCE,
@@ -64,7 +65,7 @@ from ablations.outputs.reload_doc import reload_markdown
 from ablations.records import Rejection, RunRecord
 from ablations.report.build import build_report
 from ablations.report.decision import decision_reached
-from ablations.report.from_folder import report_inputs
+from ablations.report.from_folder import manifest_inputs
 from ablations.units import utc
 
 STATE_FILES = (
@@ -165,19 +166,16 @@ def file_entry(out_dir: Path, kind: str, relative: str) -> FileEntry:
     return FileEntry(kind=kind, path=relative, sha256=digest, bytes=size)
 
 
-def run_rows(out_dir: Path) -> list[ManifestRun]:
-    """One merged row per registered run: what was planned plus what happened.
+def run_rows(campaign: Campaign, records: dict[str, RunRecord], looks: Looks) -> list[ManifestRun]:
+    """One merged row per registered run: what was planned plus what happened (`records`,
+    by run id; `looks`, which tell a pending run from an unneeded one).
 
     A finished run's `artifacts` are its completion record and the files the record names,
     each with its sha256 and size; its checkpoint URI is stored without any credentials."""
-    folder = CampaignFolder(out_dir)
-    records = folder.records()
-    registered = registered_runs(out_dir)
-    unneeded = unneeded_runs(
-        folder.looks() or Looks(), [r for r in registered if r.phase == "main"], set(records)
-    )
+    folder, out_dir = campaign.folder, campaign.out_dir
+    unneeded = unneeded_runs(looks, campaign.phase("main"), set(records))
     rows = []
-    for planned in registered:
+    for planned in campaign.runs:
         record = records.get(planned.run_id)
         if record is None:
             status = "unneeded" if planned.run_id in unneeded else "pending"
@@ -241,19 +239,27 @@ def _rejection(fields: dict[str, Any] | None) -> str | None:
     return None if not fields else Rejection.model_validate(fields).message
 
 
-def write_outputs(out_dir: Path) -> Path:
-    """Write manifest.json and runs.csv; return the manifest's path."""
+def write_outputs_at(out_dir: Path) -> Path:
+    """The results step in a process of its own (a slot's worker): the campaign is loaded
+    once here, then `write_outputs`."""
+    return write_outputs(Campaign.load(out_dir))
+
+
+def write_outputs(campaign: Campaign) -> Path:
+    """The results step: the ledger, runs.csv, the report, RELOAD.md and manifest.json, from
+    the completion records (read once); return the manifest's path."""
     import pandas as pd
 
-    folder = CampaignFolder(out_dir)
-    plan = folder.plan()
-    registration = registration_of(out_dir)
-    rows = run_rows(out_dir)
-    record_ledger(out_dir)
-    records = list(folder.records().values())
-    gate = folder.gate()
-    assessment = assess_plan(plan, records=records)
-    projection = folder.projection()
+    folder, out_dir = campaign.folder, campaign.out_dir
+    plan, registration = campaign.plan, campaign.registration
+    by_id = campaign.records()
+    looks = campaign.looks()
+    rows = run_rows(campaign, by_id, looks)
+    record_ledger(campaign, by_id)
+    records = list(by_id.values())
+    gate = campaign.gate()
+    assessment = assess_plan(plan, records=records, runs=campaign.runs)
+    projection = campaign.projection()
     realized: dict[str, Any] = {}
     if projection is not None:
         pvr = planned_vs_realized(
@@ -286,18 +292,20 @@ def write_outputs(out_dir: Path) -> Path:
         verify=VerifySettings(
             command="ablate verify DIR", device=REEVALUATION_DEVICE, tolerance=DEFAULT_TOLERANCE
         ),
-        preflight=folder.preflight(),
+        preflight=campaign.preflight(),
         gate=gate,
-        looks=(folder.looks() or Looks()).looks,
+        looks=looks.looks,
         budget=BudgetSummary(markdown=budget_markdown(assessment), **assessment.summary()),
         **realized,
         runs=rows,
     )
     data = [_flat(r.model_dump(mode="json"), plan.metric.name) for r in rows]
     folder.write_text(RUNS_CSV, pd.DataFrame(data, columns=RUN_COLUMNS).to_csv(index=False))
-    # First without `files`: the report is rebuilt from the manifest (it ignores `files`).
+    # First without `files` (a results step that did not finish); the report is built from
+    # this manifest as it is, as `ablate report` builds it from the file (`files` ignored).
+    # Its gate names who decided, as manifest.json does: the file always holds `source`.
     folder.write_manifest(manifest)
-    inputs = report_inputs(out_dir)
+    inputs = manifest_inputs(out_dir, plan, manifest, gate_source=gate.source if gate else None)
     build_report(out_dir, inputs)
     # What `ablate run` ends with
     manifest = manifest.model_copy(update={"decision_reached": decision_reached(inputs)})
@@ -306,15 +314,12 @@ def write_outputs(out_dir: Path) -> Path:
     return folder.write_manifest(manifest)
 
 
-def record_ledger(out_dir: Path) -> None:
-    """Every finished run as a trial of the campaign's Optuna study (idempotent per run id)."""
-    folder = CampaignFolder(out_dir)
-    plan = folder.plan()
-    registration = registration_of(out_dir)
-    records = folder.records()
+def record_ledger(campaign: Campaign, records: dict[str, RunRecord]) -> None:
+    """Every finished run (`records`, by run id) as a trial of the campaign's Optuna study
+    (idempotent per run id)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the campaign prints its own progress
-    study = open_ledger(out_dir, registration.campaign_id, plan=plan)
-    finished = [(p, records[p.run_id]) for p in registered_runs(out_dir) if p.run_id in records]
+    study = open_ledger(campaign.out_dir, campaign.registration.campaign_id, plan=campaign.plan)
+    finished = [(p, records[p.run_id]) for p in campaign.runs if p.run_id in records]
     record_runs(study, finished)

@@ -478,14 +478,14 @@ class CheckpointSection(Section):
     they are ended without their save. 30 s is Kubernetes' default grace and GCP's spot
     notice (AWS gives 120 s): keep it below what your platform allows."""
 
-    def in_folder(self, folder: str) -> CheckpointSection:
+    def in_folder(self, out_dir: str) -> CheckpointSection:
         """This section with a relative `file://` store placed inside the campaign's output
         folder: each campaign keeps its own checkpoints, and a restart finds them from any
         working directory. Absolute paths, S3 and memory stores are unchanged."""
         scheme, _, path = self.store.partition("://")
         if scheme != "file" or os.path.isabs(path):
             return self
-        inside = os.path.normpath(os.path.join(folder, path))
+        inside = os.path.normpath(os.path.join(out_dir, path))
         return self.model_copy(update={"store": f"file://{inside}"})
 
     @field_validator("interval", mode="before")

@@ -192,10 +192,6 @@ class _ParamsJson:
         return "{" + ",".join(pieces) + "}"
 
 
-_PLANNED: dict[str, tuple[PlannedRun, ...]] = {}
-"""Runs by plan hash: a campaign asks for its runs once per task, the answer never changes."""
-
-
 def require_run_cap(plan: Plan, variant_count: int) -> None:
     """`PlanError` when the plan declares more main runs than `resources.max_runs`, counted
     before a single run is built (a few kilobytes of YAML can declare millions)."""
@@ -211,14 +207,8 @@ def require_run_cap(plan: Plan, variant_count: int) -> None:
 
 
 def planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
-    """Every registered run: the pilot's first, then the main phase (every variant x seed)."""
-    known = _PLANNED.get(plan_hash)
-    if known is None:
-        known = _PLANNED[plan_hash] = tuple(_planned_runs(plan, plan_hash))
-    return list(known)
-
-
-def _planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
+    """Every registered run: the pilot's first, then the main phase (every variant x seed).
+    Built at each call: a campaign builds its runs once (`Campaign.load`) and passes them on."""
     all_variants = variants(plan)
     require_run_cap(plan, len(all_variants))
     pilot_names = set(

@@ -14,9 +14,13 @@ import base64
 import io
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ablations.names import REPORT, REPORT_HTML
 from ablations.report.md_html import IMAGE
+
+if TYPE_CHECKING:
+    from ablations.campaign.campaign import Campaign
 
 FIGURE_PIXELS = 1000
 """Widest figure in the artifact: the UI's pane is narrower, and its markdown renderer slows
@@ -122,24 +126,23 @@ def report_artifact(out_dir: Path) -> str:
     return f"{title}\n\n{where}\n{rest}"
 
 
-def curves_so_far(out_dir: Path, title: str) -> str | None:
+def curves_so_far(campaign: Campaign, title: str) -> str | None:
     """The learning curves of the runs finished so far, as markdown with the figure inline
     (the Prefect UI after the pilot and after each look); None before any run has metrics."""
     import tempfile
 
-    from ablations.campaign.state import load_records, registered_plan, registered_runs
     from ablations.report.curves import plot_curves
     from ablations.report.inputs import ReportRun
 
-    plan = registered_plan(out_dir)
-    records = load_records(out_dir)
+    records = campaign.records()
     runs = [
         ReportRun(planned=p, record=records.get(p.run_id))
-        for p in registered_runs(out_dir)
+        for p in campaign.runs
         if p.run_id in records
     ]
     with tempfile.TemporaryDirectory(prefix="ablate-curves-") as scratch:
-        drawn = plot_curves(out_dir, runs, plan.metric, Path(scratch) / "curves.png")
+        scratch_png = Path(scratch) / "curves.png"
+        drawn = plot_curves(campaign.out_dir, runs, campaign.plan.metric, scratch_png)
         uri = compact_png_uri(drawn) if drawn is not None else None
     if uri is None:
         return None

@@ -1,8 +1,11 @@
-"""`ablate report DIR`: rebuild REPORT.md and its plots from the output folder alone.
+"""The report's inputs from a manifest, and `ablate report DIR`: rebuild REPORT.md and its plots
+from the output folder alone.
 
-Reads `DIR/manifest.json` (campaign id, plan hash, ledger URL, gate, one row per run: the
-planned run's fields plus its record's) and `DIR/plan.yaml`, plus the predictions the rows'
-artifacts name. Nothing outside the folder is consulted, so a copied folder rebuilds too.
+The report is built from a manifest (campaign id, plan hash, ledger URL, gate, one row per
+run: the planned run's fields plus its record's) and the registered plan, plus the
+predictions the rows' artifacts name: the results step passes the manifest it has just
+built (`manifest_inputs`); `ablate report` reads `DIR/manifest.json` and `DIR/plan.yaml`
+(`report_inputs`). Nothing outside the folder is consulted, so a copied folder rebuilds too.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from pydantic import ValidationError
 
 from ablations.errors import InputError
 from ablations.names import MANIFEST, PLAN
-from ablations.outputs.manifest import BudgetSummary, ManifestRun, read_manifest
+from ablations.outputs.manifest import BudgetSummary, Manifest, ManifestRun, read_manifest
 from ablations.plan.io import load_plan
+from ablations.plan.model import Plan
 from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
 
@@ -52,13 +56,23 @@ def report_inputs(out_dir: Path) -> ReportInputs:
     if not plan_path.exists():
         raise ReportError(f"{plan_path} does not exist; the registered plan is needed")
     plan = load_plan(plan_path, check_workload=False)
+    gate = manifest.gate
+    # A gate written without its `source` (older folders) names nobody, not the default.
+    source = gate.source if gate and "source" in gate.model_fields_set else None
+    return manifest_inputs(out_dir, plan, manifest, gate_source=source)
+
+
+def manifest_inputs(
+    out_dir: Path, plan: Plan, manifest: Manifest, *, gate_source: str | None
+) -> ReportInputs:
+    """What the report of the folder `out_dir` is built from: the registered `plan` and the
+    `manifest` (its `files` ignored), as the results step built it or as read from the
+    folder; `gate_source`: who decided the gate, None to name nobody."""
     try:
         runs = [run_from_row(row) for row in manifest.runs]
     except ValidationError as exc:
         raise ReportError(f"{out_dir / MANIFEST}: a run row is malformed: {exc}") from exc
     gate = manifest.gate
-    # A gate written without its `source` (older folders) names nobody, not the default.
-    source = gate.source if gate and "source" in gate.model_fields_set else None
     inputs = assemble_inputs(
         out_dir,
         plan,
@@ -67,7 +81,7 @@ def report_inputs(out_dir: Path) -> ReportInputs:
         plan_hash=manifest.plan_hash,
         gate_decision=gate.decision if gate else None,
         gate_reason=gate.reason if gate else None,
-        gate_source=source,
+        gate_source=gate_source,
         budget_markdown=_budget_markdown(manifest.budget),
         planned_vs_realized_markdown=manifest.planned_vs_realized_markdown,
         ledger_url=manifest.ledger_url,

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import CampaignFolder
 from ablations.outputs.job import ResultsJob
@@ -89,10 +90,11 @@ class LocalSlots:
             slot = PreflightOnSlot(worker)
             return preflight_across(slot, self._other_preflight, spec, expected_inputs)
 
-    def write_results(self, out_dir: Path) -> Path:
+    def write_results(self, campaign: Campaign) -> Path:
         """In the first slot's worker, which imported the results' libraries while it waited
-        (the campaign process never loads them). Not leased: every run has returned its slot."""
-        return self.pool.slots[0].do(ResultsJob(str(out_dir)))
+        (the campaign process never loads them) and loads the campaign from its folder. Not
+        leased: every run has returned its slot."""
+        return self.pool.slots[0].do(ResultsJob(str(campaign.out_dir)))
 
     def workload_problem(self) -> str | None:
         """Why the plan's workload cannot be imported, as the first worker found at start."""

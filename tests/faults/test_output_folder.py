@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ablations.campaign.state import atomic_write_text, load_record, register, save_record
+from ablations.campaign.folder import CampaignFolder
+from ablations.campaign.state import atomic_write_text, register, save_record
 from ablations.errors import AblationError
 from ablations.records import RunRecord
 from tests.conftest import ROOT
@@ -78,11 +79,11 @@ def test_disk_full_while_recording_a_run_keeps_the_old_record_whole(
     _disk_full_for(monkeypatch, f"{first.run_id}.json")
     with pytest.raises(OSError, match="No space left"):
         save_record(tmp_path, first.model_copy(update={"metrics": {"accuracy": 0.1}}))
-    assert load_record(tmp_path, first.run_id) == first  # the earlier, complete record
+    assert CampaignFolder(tmp_path).record(first.run_id) == first  # the earlier, complete record
     _disk_full_for(monkeypatch, "new-s0-1111111111.json")
     with pytest.raises(OSError):
         atomic_write_text(tmp_path / "records" / "new-s0-1111111111.json", "{}")
-    assert load_record(tmp_path, "new-s0-1111111111") is None  # no half record: not finished
+    assert CampaignFolder(tmp_path).record("new-s0-1111111111") is None  # no half record
     _no_temp_files(tmp_path)
 
 

@@ -29,15 +29,16 @@ PAUSED_AT = 25  # after the commit of step 20, before the one of step 30
 
 
 def _registered_spec(tmp_path: Path, tiny_plan: dict[str, Any]) -> RunSpec:
+    from ablations.campaign.campaign import Campaign
     from ablations.campaign.specs import spec_for
-    from ablations.campaign.state import phase_runs, register, registered_plan, registration_of
+    from ablations.campaign.state import register
 
     tiny_plan["workload"].update(steps=60, entry="tests.faults.workloads:FaultDigits")
     tiny_plan["checkpoint"] = {"store": f"file://{tmp_path / 'store'}", "interval": {"steps": 10}}
     registration = register(plan_text(tiny_plan), tmp_path / "out")
-    folder = Path(registration.out_dir)
-    run = phase_runs(folder, "main")[0]
-    spec = spec_for(registered_plan(folder), registration_of(folder), run)
+    campaign = Campaign.load(Path(registration.out_dir))
+    run = campaign.phase("main")[0]
+    spec = spec_for(campaign.plan, campaign.registration, run)
     return spec.model_copy(update={"resume_step": 0})  # no pilot ran: resume from attempts only
 
 
@@ -155,14 +156,15 @@ def test_a_late_attempt_declared_lost_commits_nothing_and_the_accepted_one_is_cl
             assert (out / relative).read_bytes() == (clean_out / relative).read_bytes(), name
 
     # `ablate verify` reopens the accepted attempt's checkpoint where the record names it.
-    from ablations.campaign.state import registered_plan, registered_runs
+    from ablations.campaign.campaign import Campaign
     from ablations.outputs.manifest import ManifestRun
     from ablations.verify.reload import check_checkpoint
 
-    planned = next(p for p in registered_runs(out) if p.run_id == accepted.run_id)
+    campaign = Campaign.load(out)
+    planned = campaign.run(accepted.run_id)
     recorded = {k: v for k, v in accepted if k not in ("variant", "seed", "category", "phase")}
     row = ManifestRun(**{**dict(planned), **recorded, "artifacts": []})
-    plan = registered_plan(out)
+    plan = campaign.plan
     assert check_checkpoint(row, plan, "tiny", spec.plan_hash, stores={}) == ([], None)
 
 

@@ -15,18 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
+from ablations.campaign.campaign import Campaign
 from ablations.campaign.folder import MANIFEST, RELOAD, REPORT, RUNS_CSV, CampaignFolder
 from ablations.campaign.specs import spec_for
-from ablations.campaign.state import (
-    phase_runs,
-    register,
-    registered_plan,
-    registered_runs,
-    registration_of,
-)
+from ablations.campaign.state import register
 from ablations.checkpoint import fence
 from ablations.outputs.manifest import read_manifest
 from ablations.plan.sections import ResourcesSection
+from ablations.plan.variants import Phase
 from ablations.records import PreflightReport, RunRecord, RunSpec, Timings
 from ablations.slots.attempts import OUTPUTS, RESULT, Kind, attempt_prefix, attempt_store
 from ablations.slots.trust import seal
@@ -60,12 +56,12 @@ def test_pool_slots_are_placeholders_never_devices_of_this_machine(
     assert executor.slots == slots
 
 
-def _spec(tmp_path: Path, tiny_plan: dict[str, Any], phase: str = "pilot") -> RunSpec:
+def _spec(tmp_path: Path, tiny_plan: dict[str, Any], phase: Phase = "pilot") -> RunSpec:
     tiny_plan["checkpoint"]["store"] = f"file://{tmp_path / 'store'}"  # one hosts can share
     registration = register(plan_text(tiny_plan), tmp_path / "out")
-    folder = Path(registration.out_dir)
-    run = phase_runs(folder, phase)[0]
-    return spec_for(registered_plan(folder), registration_of(folder), run)
+    campaign = Campaign.load(Path(registration.out_dir))
+    run = campaign.phase(phase)[0]
+    return spec_for(campaign.plan, campaign.registration, run)
 
 
 def _offline() -> PoolExecutor:
@@ -150,7 +146,8 @@ def test_write_results_exports_a_finished_folder_in_this_process(
     out = tmp_path / "out"
     register(plan_text(tiny_plan), out)
     folder = CampaignFolder(out)
-    runs = registered_runs(out)
+    campaign = Campaign.load(out)
+    runs = campaign.runs
     for i, run in enumerate(runs):
         folder.write_record(
             RunRecord(
@@ -160,7 +157,7 @@ def test_write_results_exports_a_finished_folder_in_this_process(
                 timings=Timings(load=0.5, train=1.5), started_at=1000.0 + i, ended_at=1001.0 + i,
             )
         )  # fmt: skip
-    path = _offline().write_results(out)
+    path = _offline().write_results(campaign)
     assert path == out / MANIFEST
     manifest = read_manifest(out)
     assert [r.run_id for r in manifest.runs] == [r.run_id for r in runs]

@@ -80,16 +80,17 @@ def test_a_bad_devices_value_exits_2_in_one_line_with_a_pool_as_without(
 def test_the_worker_side_leaves_record_outputs_and_heartbeat_in_the_store(
     tmp_path: Path, tiny_plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from ablations.campaign.campaign import Campaign
     from ablations.campaign.specs import spec_for
-    from ablations.campaign.state import phase_runs, register, registered_plan, registration_of
+    from ablations.campaign.state import register
     from ablations.checkpoint import fence, open_store
 
     store = tmp_path / "store"
     tiny_plan["checkpoint"]["store"] = f"file://{store}"
     registration = register(plan_text(tiny_plan), tmp_path / "out")
-    folder = Path(registration.out_dir)
-    run = phase_runs(folder, "pilot")[0]
-    spec = spec_for(registered_plan(folder), registration_of(folder), run)
+    campaign = Campaign.load(Path(registration.out_dir))
+    run = campaign.phase("pilot")[0]
+    spec = spec_for(campaign.plan, campaign.registration, run)
     assert spec.checkpoint is not None
     monkeypatch.setenv("ABLATE_DEVICES", "cpu")
     monkeypatch.setenv("ABLATE_HOST", "host-x")
@@ -109,4 +110,4 @@ def test_the_worker_side_leaves_record_outputs_and_heartbeat_in_the_store(
     assert reply["artifacts"]
     for relative in reply["artifacts"].values():  # exported on the host, not in its out_dir
         assert (base / "outputs" / relative).stat().st_size > 0
-        assert not (folder / relative).exists()
+        assert not (campaign.out_dir / relative).exists()

@@ -12,8 +12,9 @@ from typing import Any
 import yaml
 
 from ablations.analysis.looks import Looks, unneeded_runs
+from ablations.campaign.campaign import Campaign
 from ablations.campaign.looks import decide_look, look_runs, recorded_looks
-from ablations.campaign.state import phase_runs, register, save_record
+from ablations.campaign.state import register, save_record
 from ablations.plan.variants import PlannedRun
 from ablations.records import RunRecord, Stop
 from tests.ablations.analysis.synthetic import PLAN
@@ -37,13 +38,15 @@ def sequential_plan(**changes: Any) -> dict[str, Any]:
     return data
 
 
-def folder(tmp_path: Path, data: dict[str, Any]) -> Path:
+def folder(tmp_path: Path, data: dict[str, Any]) -> Campaign:
     out = tmp_path / "out"
     register(yaml.safe_dump(data), out)
-    return out
+    return Campaign.load(out)
 
 
-def finish(out: Path, runs: list[PlannedRun], stopped: frozenset[str] = frozenset()) -> None:
+def finish(
+    campaign: Campaign, runs: list[PlannedRun], stopped: frozenset[str] = frozenset()
+) -> None:
     """Write each run's completion record, as the executor would."""
     for run in runs:
         offset = OFFSETS[run.variant][run.seed] if run.variant in OFFSETS else 0.0
@@ -52,7 +55,7 @@ def finish(out: Path, runs: list[PlannedRun], stopped: frozenset[str] = frozense
         if run.variant in stopped:
             stop = Stop(rule="quality", step=50, message="accuracy 0.1 below the threshold 0.5")
         save_record(
-            out,
+            campaign.out_dir,
             RunRecord(
                 run_id=run.run_id,
                 variant=run.variant,
@@ -68,54 +71,54 @@ def finish(out: Path, runs: list[PlannedRun], stopped: frozenset[str] = frozense
 
 
 def test_each_look_runs_the_open_variants_and_decides_once(tmp_path: Path) -> None:
-    out = folder(tmp_path, sequential_plan())
-    first = look_runs(out, 0)
+    campaign = folder(tmp_path, sequential_plan())
+    first = look_runs(campaign, 0)
     assert {(r.variant, r.seed) for r in first} == {
         (v, s) for v in ("control", "width=16", "width=128") for s in (0, 1, 2)
     }
-    finish(out, first)
-    look = decide_look(out, 0, slots=1)
+    finish(campaign, first)
+    look = decide_look(campaign, 0, slots=1)
     verdicts = {j.variant: (j.verdict, j.decided) for j in look.judgements}
     assert verdicts["width=16"] == ("worse", True)
     assert verdicts["width=128"][1] is False and look.still_open == ["width=128"]
     assert look.seeds == 3 and look.looks == 3 and 0 < look.alpha_spent < look.alpha == 0.05
 
-    second = look_runs(out, 1)  # the decided variant gets no more seeds; the control does
+    second = look_runs(campaign, 1)  # the decided variant gets no more seeds; the control does
     assert {(r.variant, r.seed) for r in second} == {
         (v, s) for v in ("control", "width=128") for s in (3, 4)
     }
-    finish(out, second)
+    finish(campaign, second)
     # A recorded look is never re-decided, whatever the folder holds now.
-    assert decide_look(out, 0, slots=1) == look
-    decided = decide_look(out, 1, slots=1)
+    assert decide_look(campaign, 0, slots=1) == look
+    decided = decide_look(campaign, 1, slots=1)
     assert [j.variant for j in decided.judgements] == ["width=128"]
-    assert recorded_looks(out).looks == [look, decided]
+    assert recorded_looks(campaign).looks == [look, decided]
 
     finished = {r.run_id for r in first + second}
-    spared = unneeded_runs(recorded_looks(out), phase_runs(out, "main"), finished)
-    assert {r.variant for r in phase_runs(out, "main") if r.run_id in spared} == {"width=16"}
+    spared = unneeded_runs(recorded_looks(campaign), campaign.phase("main"), finished)
+    assert {r.variant for r in campaign.phase("main") if r.run_id in spared} == {"width=16"}
     assert len(spared) == 5  # width=16's seeds 3-7
 
 
 def test_a_variant_whose_runs_were_stopped_is_decided_by_them(tmp_path: Path) -> None:
-    out = folder(tmp_path, sequential_plan())
-    finish(out, look_runs(out, 0), stopped=frozenset({"width=128"}))
-    look = decide_look(out, 0, slots=1)
+    campaign = folder(tmp_path, sequential_plan())
+    finish(campaign, look_runs(campaign, 0), stopped=frozenset({"width=128"}))
+    look = decide_look(campaign, 0, slots=1)
     judged = {j.variant: j for j in look.judgements}
     assert judged["width=128"].verdict == "fails threshold" and judged["width=128"].decided
     assert "3/3 seeds stopped: quality below the threshold" in judged["width=128"].note
     assert look.still_open == []
-    assert look_runs(out, 1) == []  # nothing open: the control needs no more seeds either
+    assert look_runs(campaign, 1) == []  # nothing open: the control needs no more seeds either
 
 
 def test_a_window_that_cannot_hold_the_next_look_ends_the_open_variants(tmp_path: Path) -> None:
     # 72 h less the 15% reserve leaves 61.2 h: preparation takes all of it.
     data = sequential_plan(budget={"package": {"gpu": "RTX 4090", "days": 3}, "prep_hours": 61.2})
-    out = folder(tmp_path, data)
-    finish(out, look_runs(out, 0))
-    look = decide_look(out, 0, slots=1)
+    campaign = folder(tmp_path, data)
+    finish(campaign, look_runs(campaign, 0))
+    look = decide_look(campaign, 0, slots=1)
     assert look.budget_ended == ["width=128"] and look.still_open == []
     final = Looks(looks=[look]).final_judgements()["width=128"]
     assert final.decided and final.verdict == "inconclusive"
     assert final.note.startswith("ended by the budget, not the data")
-    assert look_runs(out, 1) == []
+    assert look_runs(campaign, 1) == []

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ablations.campaign.campaign import Campaign
 from ablations.campaign.specs import spec_for
-from ablations.campaign.state import register, registered_plan, registered_runs
+from ablations.campaign.state import register
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
 from ablations.records import RunSpec
@@ -28,8 +29,9 @@ def registered(tmp_path: Path) -> tuple[Plan, list[PlannedRun], dict[str, RunSpe
     data["pilot"] = {"steps": 30}
     out = tmp_path / "out"
     registration = register(plan_text(data), out)
-    plan = registered_plan(out)
-    runs = registered_runs(out)
+    campaign = Campaign.load(out)
+    plan = campaign.plan
+    runs = list(campaign.runs)
     specs = {r.run_id: spec_for(plan, registration, r) for r in runs}
     return plan, runs, specs, out.resolve()
 

@@ -6,7 +6,8 @@ from typing import Any
 import pytest
 import yaml
 
-from ablations.campaign.state import load_record, register, save_record
+from ablations.campaign.folder import CampaignFolder
+from ablations.campaign.state import register, save_record
 from ablations.errors import AblationError, CampaignConflictError
 from ablations.records import RunRecord
 
@@ -48,7 +49,7 @@ def test_completion_record_roundtrip(tmp_path: Path) -> None:
         status="accepted",
         metrics={"accuracy": 0.97},
     )
-    assert load_record(tmp_path, "r-s0-1") is None
+    assert CampaignFolder(tmp_path).record("r-s0-1") is None
     save_record(tmp_path, record)
-    assert load_record(tmp_path, "r-s0-1") == record
+    assert CampaignFolder(tmp_path).record("r-s0-1") == record
     assert not list((tmp_path / "records").glob(".*tmp"))

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ablations.campaign.campaign import Campaign
 from ablations.campaign.folder import REFRAME_DRAFT
-from ablations.campaign.state import phase_runs, register, registered_plan
+from ablations.campaign.state import register
 from ablations.campaign.steps import (
     execute_registered_run,
     gate_decided,
@@ -40,33 +41,36 @@ def test_a_failed_preflight_is_fixed_then_rerun_and_main_runs_resume_from_their_
     data["checkpoint"] = {"store": "file://ckpt", "interval": {"steps": 1000}}
     out = tmp_path / "out"
     register(plan_text(data), out)
-    plan = registered_plan(out)
+    campaign = Campaign.load(out)
+    plan = campaign.plan
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the slot workers import the fault workload
 
     # 1. The workload's load_state_dict forgets its batch cursor: a defect to fix.
     monkeypatch.setenv(LOSE_CURSOR, "1")
     with LocalSlots.open([CPU], warmup_for(plan, out)) as executor:
-        failed = preflight_once(out, executor)
-        fix = record_gate_decision(out, gate_recommendation(out, 1))
+        failed = preflight_once(campaign, executor)
+        fix = record_gate_decision(campaign, gate_recommendation(campaign, 1))
     assert not failed.passed and failed.restart is not None
     assert fix.decision == "fix" and fix.reason.startswith("restart check: ")
     assert "fix the workload's state_dict/load_state_dict" in fix.reason
     assert not (out / REFRAME_DRAFT).exists()
-    assert not gate_decided(out)  # the recorded fix is not a decision a rerun replays
+    assert not gate_decided(campaign)  # the recorded fix is not a decision a rerun replays
 
     # 2. Fixed: the same folder's rerun repeats preflight (under a key of its own), runs the
     # pilot and asks the gate again.
     monkeypatch.delenv(LOSE_CURSOR)
-    control = next(r for r in phase_runs(out, "pilot") if r.variant == "control")
+    control = next(r for r in campaign.phase("pilot") if r.variant == "control")
     with LocalSlots.open([CPU], warmup_for(plan, out)) as executor:
-        passed = preflight_once(out, executor)
-        pilot = [execute_registered_run(out, r.run_id, executor) for r in phase_runs(out, "pilot")]
-        decision = record_gate_decision(out, gate_recommendation(out, 1))
-        main = execute_registered_run(out, control.continues or "", executor)
+        passed = preflight_once(campaign, executor)
+        pilot = [
+            execute_registered_run(campaign, r.run_id, executor) for r in campaign.phase("pilot")
+        ]
+        decision = record_gate_decision(campaign, gate_recommendation(campaign, 1))
+        main = execute_registered_run(campaign, control.continues or "", executor)
     assert passed.passed, passed
     assert failed.check_id and passed.check_id and failed.check_id != passed.check_id
     assert {failed.check_id[:-9], passed.check_id[:-9]} == {f"preflight-{control.run_id}"}
-    assert decision.decision == "continue" and gate_decided(out)
+    assert decision.decision == "continue" and gate_decided(campaign)
     assert all(r.steps_done == plan.pilot_steps for r in pilot)
 
     # The control's main run resumed where its pilot ended and trained only the rest.
@@ -81,7 +85,7 @@ def test_a_reframe_draft_keeps_the_question_and_comments_the_reason(tmp_path: Pa
     register(plan_text(copy.deepcopy(TINY_PLAN)), out)
     reason = "the control's accuracy in the pilot is 0.41 against the threshold 0.5\nsecond line"
 
-    text = (write_reframe_draft(out, reason)).read_text()
+    text = (write_reframe_draft(Campaign.load(out), reason)).read_text()
 
     draft = parse_plan(yaml.safe_load(text))  # a valid plan, ready to edit
     assert draft.campaign.id == "tiny-reframed"

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from ablations.campaign.campaign import Campaign
 from ablations.campaign.folder import MANIFEST, CampaignFolder
 from ablations.campaign.gate import GateDecision
-from ablations.campaign.state import register, registered_runs
+from ablations.campaign.state import register
 from ablations.campaign.steps import registered_projection
 from ablations.cli import main
 from ablations.outputs.export import write_outputs
@@ -79,11 +80,12 @@ def exported(tmp_path: Path) -> Path:
     one, except the last main run, which is left pending."""
     out = tmp_path / "out"
     register(plan_text(TINY_PLAN), out)
-    folder = CampaignFolder(out)
-    registered_projection(out, slots=1)
+    campaign = Campaign.load(out)
+    folder = campaign.folder
+    registered_projection(campaign, slots=1)
     folder.write_preflight(PreflightReport(passed=True, seconds=1.25))
     folder.write_gate(GateDecision(decision="continue", reason="healthy", decided_at=1002.0))
-    runs = registered_runs(out)
+    runs = campaign.runs
     for i, run in enumerate(runs[:-1]):
         stopped = run.variant != "control" and run.phase == "main"
         folder.write_record(
@@ -103,7 +105,7 @@ def exported(tmp_path: Path) -> Path:
                 ended_at=1001.5 + i,
             )
         )
-    write_outputs(out)
+    write_outputs(campaign)
     return out
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ablations.campaign.folder import CampaignFolder
 from ablations.campaign.state import (
     folder_uri,
-    load_record,
     remove_leftover_temporaries,
     save_record,
 )
@@ -26,7 +26,7 @@ def test_a_checkpoint_uri_inside_the_folder_is_saved_relative_to_it(tmp_path: Pa
     out = tmp_path / "out"
     inside = f"file://{out}/checkpoints/c/r1/step-00000010"
     save_record(out, _record(inside))
-    record = load_record(out, "r1")
+    record = CampaignFolder(out).record("r1")
     assert record is not None and record.checkpoint.uri == "file://checkpoints/c/r1/step-00000010"
     assert str(out) not in (out / "records" / "r1.json").read_text()
 
@@ -85,15 +85,17 @@ def test_a_rerun_removes_leftover_temporaries_and_nothing_else(tmp_path: Path) -
 def test_a_moved_folder_runs_its_runs_where_it_is_now(tmp_path: Path) -> None:
     import yaml
 
+    from ablations.campaign.campaign import Campaign
     from ablations.campaign.specs import spec_for
-    from ablations.campaign.state import phase_runs, register, registered_plan, registration_of
+    from ablations.campaign.state import register
     from tests.flows.conftest import TINY_PLAN
 
     plan = {**TINY_PLAN, "checkpoint": {"store": "file://checkpoints"}}
     register(yaml.safe_dump(plan), tmp_path / "before")
     moved = tmp_path / "after"
     (tmp_path / "before").rename(moved)
-    run = phase_runs(moved, "pilot")[0]
-    spec = spec_for(registered_plan(moved), registration_of(moved), run)
+    campaign = Campaign.load(moved)
+    run = campaign.phase("pilot")[0]
+    spec = spec_for(campaign.plan, campaign.registration, run)
     assert spec.out_dir == str(moved)
     assert spec.checkpoint is not None and spec.checkpoint.store == f"file://{moved}/checkpoints"

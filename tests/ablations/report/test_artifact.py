@@ -46,15 +46,17 @@ def test_a_narrow_table_stays_a_table() -> None:
 def test_the_curves_so_far_show_the_finished_runs_inline(tmp_path: Path) -> None:
     import yaml
 
-    from ablations.campaign.state import phase_runs, register, save_record
+    from ablations.campaign.campaign import Campaign
+    from ablations.campaign.state import register, save_record
     from ablations.records import RunRecord
     from ablations.report.artifact import curves_so_far
     from tests.ablations.analysis.synthetic import PLAN
 
     out = tmp_path / "out"
     register(yaml.safe_dump(PLAN), out)
-    assert curves_so_far(out, "the pilot") is None  # nothing finished: nothing drawn
-    for run in [r for r in phase_runs(out, "main") if r.seed == 0][:2]:
+    campaign = Campaign.load(out)
+    assert curves_so_far(campaign, "the pilot") is None  # nothing finished: nothing drawn
+    for run in [r for r in campaign.phase("main") if r.seed == 0][:2]:
         metrics = out / "metrics"
         metrics.mkdir(exist_ok=True)
         (metrics / f"{run.run_id}.steps.csv").write_text("step,loss\n1,2.0\n2,1.5\n3,1.0\n")
@@ -70,7 +72,7 @@ def test_the_curves_so_far_show_the_finished_runs_inline(tmp_path: Path) -> None
                 },
             ),
         )  # fmt: skip
-    markdown = curves_so_far(out, "after look 1 of 4")
+    markdown = curves_so_far(campaign, "after look 1 of 4")
     assert markdown is not None and markdown.startswith("### Learning curves: after look 1 of 4")
     data = markdown.split("data:image/png;base64,", 1)[1].split(")", 1)[0]
     with Image.open(io.BytesIO(base64.b64decode(data))) as image:

@@ -108,20 +108,23 @@ def test_a_worker_lost_mid_run_is_retried_once_from_its_last_checkpoint(
 
 
 def test_a_lost_run_is_not_finished_but_a_workload_failure_is(tmp_path: Path) -> None:
-    from ablations.campaign.state import load_record, save_record
+    from ablations.campaign.campaign import Campaign
+    from ablations.campaign.state import register, save_record
     from ablations.progress import outcome
     from ablations.records import RunError, RunRecord
+    from tests.flows.conftest import TINY_PLAN, plan_text
 
+    campaign = Campaign.load(Path(register(plan_text(TINY_PLAN), tmp_path).out_dir))
     spec = _spec("lost-s0-1", "x:Y")
     lost = RunRecord.failed(spec, "WorkerCrashed", "the worker process of slot cpu#0 died")
     save_record(tmp_path, lost)
-    assert load_record(tmp_path, lost.run_id) is None  # a rerun retries it
+    assert campaign.finished(lost.run_id) is None  # a rerun retries it
     assert outcome(lost).startswith("WorkerCrashed: the worker process of slot cpu#0 died")
     raised = lost.model_copy(
         update={"run_id": "raised-s0-1", "error": RunError(type="ValueError", message="bad")}
     )
     save_record(tmp_path, raised)
-    assert load_record(tmp_path, raised.run_id) == raised  # same code, same failure
+    assert campaign.finished(raised.run_id) == raised  # same code, same failure
     assert outcome(raised) == "ValueError: bad"
     older = lost.model_dump(mode="json")
     del older["error"]["cause"]  # a record written before causes were recorded
