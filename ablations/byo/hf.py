@@ -134,6 +134,9 @@ def callback(session: Session, eval_every: int, sync_every: int) -> Any:
 class TrainerWorkload:
     """The entry a plan's `workload.hf_trainer` stands for (`HF_TRAINER_ENTRY`)."""
 
+    frameworks = ("transformers", "peft", "accelerate")
+    """Recorded in the run's environment (`RunEnvironment.frameworks`) when loaded."""
+
     @classmethod
     def preflight(cls, spec: RunSpec) -> None:
         """transformers and the function import (the campaign's preflight: a wrong name

@@ -192,6 +192,9 @@ def callback(session: Session, folder: Path, eval_every: int, sync_every: int) -
 class LightningWorkload:
     """The entry a plan's `workload.lightning` stands for (`LIGHTNING_ENTRY`)."""
 
+    frameworks = ("lightning",)
+    """Recorded in the run's environment (`RunEnvironment.frameworks`) when loaded."""
+
     @classmethod
     def preflight(cls, spec: RunSpec) -> None:
         """Lightning and both classes import, and every parameter is taken (the campaign's

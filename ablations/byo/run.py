@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ablations.byo import ExternalWorkload
+from ablations.byo import ExternalWorkload, framework_versions
 from ablations.byo.session import Session
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.errors import WorkloadError
@@ -102,13 +102,23 @@ def execute(
         timings=session.timings,
         step_seconds=statistics.median(session.step_seconds) if session.step_seconds else None,
         device=spec.device,
-        environment=RunEnvironment(
-            torch=torch.__version__, cuda=torch.version.cuda, device_name=spec.device
-        ),
+        environment=environment(spec, factory),
         started_at=started_at,
         ended_at=time.time(),
         checkpoint=summary,
         artifacts=artifacts,
+    )
+
+
+def environment(spec: RunSpec, factory: ExternalWorkload) -> RunEnvironment:
+    """torch and the card as a built-in run records them, plus the framework's versions."""
+    device = torch.device(spec.device)
+    cuda = device.type == "cuda" and torch.cuda.is_available()
+    return RunEnvironment(
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        device_name=torch.cuda.get_device_name(device) if cuda else device.type,
+        frameworks=framework_versions(factory),
     )
 
 
