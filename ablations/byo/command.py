@@ -143,6 +143,7 @@ class _Conversation:
             )
         except OSError as exc:
             raise WorkloadError(f"cannot start {argv[0]!r}: {exc}") from exc
+        session.program_pid = self.process.pid
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_reader.start()
 

@@ -82,6 +82,7 @@ class AblateCallback:
         if step % self.eval_every == 0 or step >= self.session.end:
             control.should_evaluate = True  # report with the metrics, in on_evaluate
             self.deferred = step
+            self.session.evaluation_starts()
             if step >= self.session.end:
                 control.should_training_stop = True
             return

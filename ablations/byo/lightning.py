@@ -117,6 +117,7 @@ class AblateCallback:
             self._parts = []
         if step % self.eval_every == 0 or step >= self.session.end:
             self.deferred = step  # Lightning validates now: report with its metrics
+            self.session.evaluation_starts()
             if step >= self.session.end:
                 trainer.should_stop = True  # ...which Lightning does when told to stop
             return

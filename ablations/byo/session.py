@@ -115,6 +115,8 @@ class Session:
         self.step_seconds: list[float] = []
         """Wall seconds per step between consecutive reports."""
         self.stop: Stop | None = None
+        self.program_pid: int | None = None
+        """The process a command adapter started for the run (the probe reads its memory)."""
         self.predictions: Predictions | None = None
         """The held-out predictions the code gave (optional): `predictions/<run>.csv`, which
         the error analysis (flips) reads."""
@@ -229,6 +231,11 @@ class Session:
         if due:
             self._requested.clear()
         return Reply(checkpoint=due and self.checkpoints is not None, stop=done)
+
+    def evaluation_starts(self) -> None:
+        """The framework evaluates now, before the report carrying the metrics: an adapter
+        that knows says so (`ablate probe` times evaluation apart from training; a run's
+        timings do not split them, so this does nothing here)."""
 
     def late_losses(self, losses: Iterable[tuple[int, float]]) -> bool:
         """The training losses of steps already reported without one, in step order (an
