@@ -221,7 +221,8 @@ def cells(p: ProbePoint) -> list[str]:
     batch = str(p.batch_size) if p.batch_size or p.adapter is None else "-"
     if p.error is not None:
         kind = "OUT OF MEMORY" if p.out_of_memory else "ERROR"
-        note = f"{kind} in {p.failed_phase}: {p.error.type}: {p.error.message[:120]} (stopped)"
+        note = f"{kind} in {p.failed_phase}: {p.error.type}: {p.error.message[:120]}"
+        note += " (stopped)" if p.adapter is None else ""
     else:
         note = "planned" if p.planned else ""
         if p.adapter is not None:
@@ -243,6 +244,12 @@ def summary_lines(result: ProbeResult) -> list[str]:
         f"probe took {result.seconds:.1f} s"
     ]
     for p in result.stops:
+        if p.adapter is not None:  # one point as planned: no sweep to stop
+            lines.append(
+                f"failed: {p.variant} in {p.failed_phase}: "
+                f"{p.error.type if p.error else ''}: {p.error.message[:200] if p.error else ''}"
+            )
+            continue
         lines.append(
             f"stopped: {p.variant} / {p.group} at batch {p.batch_size}: "
             f"{p.error.type if p.error else ''} in {p.failed_phase}; larger batches not tried"

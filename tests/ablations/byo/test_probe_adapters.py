@@ -91,6 +91,13 @@ def test_a_command_that_fails_is_a_failed_point_naming_its_phase(tmp_path: Path)
     assert not point.ok and point.error is not None and point.failed_phase == "build"
     assert "exited with 1: no data at /nowhere" in point.error.message
     assert point.adapter == "command" and point.steps == 0
+    result = ProbeResult(
+        campaign_id="c", plan_hash="h", device="cpu", device_name="cpu",
+        memory_source="program RSS (CPU)", margin=0.2, steps=4, points=[point],
+    )  # fmt: skip
+    lines = summary_lines(result)
+    assert "failed: control in build: WorkloadError: the command exited with 1" in lines[1]
+    assert not any("larger batches" in line for line in lines)
 
 
 def test_a_command_point_in_process(tmp_path: Path) -> None:
