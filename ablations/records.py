@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from ablations.plan.sections import (
     Category,
@@ -212,6 +212,18 @@ class RunEnvironment(Record):
     data_sha256: str | None = None
     """Digest of the data the workload read, when it reports one (`environment()`, e.g. the
     charlm corpus: a different Python's standard library shows here)."""
+    frameworks: dict[str, str] = {}
+    """Package -> version of the training framework the run's adapter imported (`lightning`;
+    `transformers`, with `peft` and `accelerate` when loaded): a framework's own loop is part
+    of the result. Empty for a built-in workload and a command, and then left out of the JSON
+    (records and manifests stay as they were)."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_frameworks(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("frameworks"):
+            data.pop("frameworks", None)
+        return data
 
 
 class RunRecord(Record):

@@ -22,11 +22,33 @@ if TYPE_CHECKING:
 
 
 class ExternalWorkload(Protocol):
-    """Training code whose loop is its own framework's."""
+    """Training code whose loop is its own framework's. It may also name, as `frameworks`,
+    the packages whose versions its runs record (those loaded once it has run)."""
 
     def run_external(self, spec: RunSpec, session: Session) -> None:
         """Train `spec` to its end or until a reply says stop; raise when training fails."""
         ...
+
+
+def framework_versions(factory: object) -> dict[str, str]:
+    """Package -> version of each of `factory.frameworks` this process has imported (a
+    package the run never loaded, e.g. `peft` for a Trainer without adapters, is left out)."""
+    import importlib.metadata
+    import sys
+
+    versions: dict[str, str] = {}
+    for name in getattr(factory, "frameworks", ()):
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        version = getattr(module, "__version__", None)
+        if not isinstance(version, str):
+            try:
+                version = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        versions[name] = version
+    return versions
 
 
 def is_external(factory: Any) -> TypeGuard[ExternalWorkload]:

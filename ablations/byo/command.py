@@ -10,7 +10,9 @@ The run's parameters replace `{name}` in the arguments; the rest arrives in the 
     ABLATE_CHECKPOINT_DIR  an empty folder: save the training state there when asked
     ABLATE_RESUME_DIR      on a resume only: the folder saved at ABLATE_RESUME_STEP, restored
     ABLATE_RESUME_STEP     the step to continue after (0: a fresh start)
-    ABLATE_PREDICTIONS     where to write held-out predictions, optionally (CSV, see run.py)
+    ABLATE_PREDICTIONS     where to write held-out predictions, optionally: CSV with the
+                           header `input_id,label,predicted`, one integer row per input
+                           (read once the program exits; the error analysis's flips)
 
 The program prints one JSON object per line on stdout: `{"step": N, "loss": x, "metrics":
 {...}}` reports a step; `{"saved": N}` says the checkpoint folder holds step N complete. A
@@ -112,9 +114,14 @@ class CommandWorkload:
             checkpoint, resume = Path(scratch, "checkpoint"), Path(scratch, "resume")
             checkpoint.mkdir()
             step = session.restore(resume)
-            session.predictions = Path(scratch, "predictions.csv")
             env = environment(spec, checkpoint, resume if step else None, step)
             _Conversation(argv, env, session, checkpoint).run()
+            # Read while the scratch folder exists; a run a stop rule or a SIGTERM ended
+            # keeps no predictions (the program may have been ended writing them).
+            predictions = Path(env["ABLATE_PREDICTIONS"])
+            ended = session.stop is not None or session.interrupted_at is not None
+            if predictions.is_file() and not ended:
+                session.read_predictions(predictions)
 
 
 class _Conversation:
@@ -136,6 +143,7 @@ class _Conversation:
             )
         except OSError as exc:
             raise WorkloadError(f"cannot start {argv[0]!r}: {exc}") from exc
+        session.program_pid = self.process.pid
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_reader.start()
 

@@ -15,7 +15,11 @@ joins the Trainer's loop to the run's `Session`:
 - a checkpoint asked for: `control.should_save`, so the Trainer writes its own
   `checkpoint-N` folder (weights or adapter, optimizer, scheduler, RNG, trainer state), which
   is committed to the store; a stop: `control.should_training_stop`;
-- a resumed run: `trainer.train(resume_from_checkpoint=<the restored checkpoint-N>)`.
+- a resumed run: `trainer.train(resume_from_checkpoint=<the restored checkpoint-N>)`;
+- held-out predictions (for the error analysis), when the `eval_dataset` holds one class label
+  per input (its label column a number, as for sequence classification): one
+  `trainer.predict(eval_dataset)` after the run's last step, `argmax` of the logits against
+  the labels, input ids being the rows' positions (a token-level or unlabelled set: none).
 
 `transformers` is imported here only (`pip install 'ablate[hf]'`).
 """
@@ -24,9 +28,12 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from ablations.byo import load_attribute
@@ -75,6 +82,7 @@ class AblateCallback:
         if step % self.eval_every == 0 or step >= self.session.end:
             control.should_evaluate = True  # report with the metrics, in on_evaluate
             self.deferred = step
+            self.session.evaluation_starts()
             if step >= self.session.end:
                 control.should_training_stop = True
             return
@@ -134,6 +142,9 @@ def callback(session: Session, eval_every: int, sync_every: int) -> Any:
 class TrainerWorkload:
     """The entry a plan's `workload.hf_trainer` stands for (`HF_TRAINER_ENTRY`)."""
 
+    frameworks = ("transformers", "peft", "accelerate")
+    """Recorded in the run's environment (`RunEnvironment.frameworks`) when loaded."""
+
     @classmethod
     def preflight(cls, spec: RunSpec) -> None:
         """transformers and the function import (the campaign's preflight: a wrong name
@@ -184,6 +195,51 @@ class TrainerWorkload:
 
             trainer.training_step = training_step
             trainer.train(resume_from_checkpoint=str(restored) if step else None)
+            if session.predictions_due:
+                predict(trainer, session)
+
+
+def labelled_per_input(trainer: Any) -> bool:
+    """Whether the Trainer's `eval_dataset` has one class label per input: its first row's
+    one label column holds a single number (a sequence classifier's), not a sequence."""
+    dataset = trainer.eval_dataset
+    names = getattr(trainer, "label_names", None) or trainer.args.label_names or ["labels"]
+    if dataset is None or isinstance(dataset, Mapping) or len(names) != 1:
+        return False
+    try:
+        first = dataset[0]
+    except Exception:  # an iterable dataset, or one that cannot index: no predictions
+        return False
+    label = first.get(names[0]) if isinstance(first, Mapping) else None
+    if isinstance(label, bool) or label is None:
+        return False
+    try:
+        return torch.as_tensor(label).ndim == 0 and not torch.as_tensor(label).is_floating_point()
+    except (TypeError, ValueError, RuntimeError):
+        return False
+
+
+def predict(trainer: Any, session: Session) -> None:
+    """The held-out predictions of a Trainer whose `eval_dataset` is labelled per input:
+    `trainer.predict`, the argmax of the logits, given to the session."""
+    if not labelled_per_input(trainer):
+        return
+    started = time.perf_counter()
+    output = trainer.predict(trainer.eval_dataset)
+    logits = output.predictions
+    if isinstance(logits, tuple):  # a model returning more than logits: they come first
+        logits = logits[0]
+    if logits is None or output.label_ids is None:  # e.g. `prediction_loss_only`
+        return
+    logits, labels = np.asarray(logits), np.asarray(output.label_ids)
+    predicted = logits.argmax(-1) if logits.ndim == labels.ndim + 1 else logits
+    if labels.ndim != 1 or predicted.shape != labels.shape:
+        raise WorkloadError(
+            f"trainer.predict gave predictions of shape {logits.shape} for labels of shape "
+            f"{labels.shape}: expected one row of logits per labelled input"
+        )
+    ids = range(len(labels))  # the eval_dataset's rows, in order (its sampler is sequential)
+    session.set_predictions(ids, labels, predicted, seconds=time.perf_counter() - started)
 
 
 def _check_arguments(args: Any, owned: dict[str, Any], entry: str) -> None:

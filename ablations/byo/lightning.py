@@ -14,7 +14,10 @@ that loop to the run's `Session`:
   `validation_step` logged (`trainer.callback_metrics`) is that step's evaluation;
 - a checkpoint asked for (tuned interval, a pilot's end, `Session.request_checkpoint`):
   `trainer.save_checkpoint`, committed to the store; a stop: `trainer.should_stop`;
-- a resumed run: `trainer.fit(..., ckpt_path=<the restored checkpoint>)`.
+- a resumed run: `trainer.fit(..., ckpt_path=<the restored checkpoint>)`;
+- held-out predictions (optional, for the error analysis): when the data module has a
+  `predict_dataloader`, one `trainer.predict` after the run's last step, each `predict_step`
+  returning `{"input_id": ..., "label": ..., "predicted": ...}` for its batch.
 
 `lightning` is imported here only (`pip install 'ablate[lightning]'`).
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import inspect
 import random
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,7 +35,7 @@ from typing import Any
 import torch
 
 from ablations.byo import load_attribute
-from ablations.byo.session import LOSS_SYNC_STEPS, Session
+from ablations.byo.session import LOSS_SYNC_STEPS, PREDICTION_COLUMNS, Session
 from ablations.errors import WorkloadError
 from ablations.plan.sections import PLACEHOLDER, LightningSection, ParamValue
 from ablations.records import RunSpec
@@ -113,6 +117,7 @@ class AblateCallback:
             self._parts = []
         if step % self.eval_every == 0 or step >= self.session.end:
             self.deferred = step  # Lightning validates now: report with its metrics
+            self.session.evaluation_starts()
             if step >= self.session.end:
                 trainer.should_stop = True  # ...which Lightning does when told to stop
             return
@@ -192,6 +197,9 @@ def callback(session: Session, folder: Path, eval_every: int, sync_every: int) -
 class LightningWorkload:
     """The entry a plan's `workload.lightning` stands for (`LIGHTNING_ENTRY`)."""
 
+    frameworks = ("lightning",)
+    """Recorded in the run's environment (`RunEnvironment.frameworks`) when loaded."""
+
     @classmethod
     def preflight(cls, spec: RunSpec) -> None:
         """Lightning and both classes import, and every parameter is taken (the campaign's
@@ -255,3 +263,35 @@ class LightningWorkload:
             )
             ckpt = str(restored / CHECKPOINT) if step else None
             trainer.fit(module, datamodule=data, ckpt_path=ckpt, weights_only=True)
+            if session.predictions_due:
+                predict(trainer, module, data, session)
+
+
+def predict(trainer: Any, module: Any, data: Any, session: Session) -> None:
+    """The held-out predictions, when the data module has a `predict_dataloader`: one
+    `trainer.predict` pass, each `predict_step` returning its batch's `input_id`, `label` and
+    `predicted` (integer tensors or lists), given to the session."""
+    import lightning.pytorch as pl
+
+    if _method(type(data), "predict_dataloader") is _method(
+        pl.LightningDataModule, "predict_dataloader"
+    ):
+        return  # Lightning's own, which raises: the data module gives no held-out inputs
+    started = time.perf_counter()
+    batches = trainer.predict(module, datamodule=data)
+    columns: dict[str, list[Any]] = {name: [] for name in PREDICTION_COLUMNS}
+    for output in batches or []:
+        if not isinstance(output, Mapping) or not set(PREDICTION_COLUMNS) <= set(output):
+            raise WorkloadError(
+                f"predict_step returned {type(output).__name__}: with a predict_dataloader, it "
+                "must return {'input_id': ..., 'label': ..., 'predicted': ...} for its batch "
+                "(integer tensors), the held-out predictions of the error analysis"
+            )
+        for name in PREDICTION_COLUMNS:
+            columns[name] += torch.as_tensor(output[name]).reshape(-1).tolist()
+    ids, labels, predicted = (columns[name] for name in PREDICTION_COLUMNS)
+    session.set_predictions(ids, labels, predicted, seconds=time.perf_counter() - started)
+
+
+def _method(kind: type, name: str) -> Any:
+    return inspect.getattr_static(kind, name, None)

@@ -11,15 +11,14 @@ not re-evaluate it.
 
 from __future__ import annotations
 
-import csv
 import statistics
 import time
 from pathlib import Path
 
 import torch
 
-from ablations.byo import ExternalWorkload
-from ablations.byo.session import Session
+from ablations.byo import ExternalWorkload, framework_versions
+from ablations.byo.session import PREDICTION_COLUMNS, Session
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.errors import WorkloadError
 from ablations.names import run_file_names
@@ -35,9 +34,6 @@ from ablations.records import (
 from ablations.training.driver import Interrupted, interrupted_error, run_status
 from ablations.training.run_files import write_csv
 from ablations.training.stop_rules import NoUsableRestart
-
-PREDICTION_COLUMNS = ["input_id", "label", "predicted"]
-"""The optional predictions file: one row per held-out input, integer ids and classes."""
 
 
 def execute(
@@ -102,13 +98,23 @@ def execute(
         timings=session.timings,
         step_seconds=statistics.median(session.step_seconds) if session.step_seconds else None,
         device=spec.device,
-        environment=RunEnvironment(
-            torch=torch.__version__, cuda=torch.version.cuda, device_name=spec.device
-        ),
+        environment=environment(spec, factory),
         started_at=started_at,
         ended_at=time.time(),
         checkpoint=summary,
         artifacts=artifacts,
+    )
+
+
+def environment(spec: RunSpec, factory: ExternalWorkload) -> RunEnvironment:
+    """torch and the card as a built-in run records them, plus the framework's versions."""
+    device = torch.device(spec.device)
+    cuda = device.type == "cuda" and torch.cuda.is_available()
+    return RunEnvironment(
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        device_name=torch.cuda.get_device_name(device) if cuda else device.type,
+        frameworks=framework_versions(factory),
     )
 
 
@@ -124,24 +130,9 @@ def export(out_dir: Path, run_id: str, session: Session) -> dict[str, str]:
     names = list(dict.fromkeys(k for e in evaluations for k in e if k != "step"))
     rows = ([int(e["step"]), *(e.get(n, "") for n in names)] for e in evaluations)
     write_csv(out_dir / files["evals"], ["step", *names], rows)
-    if session.predictions is not None and session.predictions.is_file():
+    predictions = session.predictions
+    if predictions is not None:
         files["predictions"] = names_of["predictions"]
-        write_csv(out_dir / files["predictions"], PREDICTION_COLUMNS, _predictions(session))
+        columns = zip(predictions.ids, predictions.labels, predictions.predicted, strict=True)
+        write_csv(out_dir / files["predictions"], list(PREDICTION_COLUMNS), columns)
     return files
-
-
-def _predictions(session: Session) -> list[list[int]]:
-    """The predictions file, checked: the three integer columns, in that order."""
-    path = session.predictions
-    assert path is not None
-    with path.open(newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, [])
-        if header != PREDICTION_COLUMNS:
-            raise WorkloadError(
-                f"predictions file header is {header}, expected {PREDICTION_COLUMNS}"
-            )
-        try:
-            return [[int(value) for value in row] for row in reader if row]
-        except ValueError as exc:
-            raise WorkloadError(f"predictions file holds a non-integer value: {exc}") from exc

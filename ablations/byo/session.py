@@ -8,6 +8,7 @@ session what happened; the session answers the two questions the campaign owns:
     step = session.restore(folder)                 # the newest commit, unpacked (0: none)
     session.request_checkpoint()                   # from outside (the slot is going away)
     session.late_losses([(step, loss), ...])       # losses read from the device in a batch
+    session.set_predictions(ids, labels, predicted) # held-out predictions, for the flips
 
 A checkpoint is the framework's own folder, packed as one tar object plus the run's history
 (`run.json`), committed through the run's `CheckpointManager` (store, commit record, tuned
@@ -16,9 +17,11 @@ interval, background saver): the same layout, retention and fencing as a built-i
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import logging
+import operator
 import shutil
 import tarfile
 import threading
@@ -32,6 +35,7 @@ from ablations.errors import StoreError, WorkloadError
 from ablations.preemption import TERMINATE
 from ablations.records import CheckpointSummary, RunSpec, Stop, Timings
 from ablations.training.stop_rules import non_finite_stop, quality_stop
+from ablations.workload import Predictions
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +45,32 @@ checkpoint, evaluation and stop), through `late_losses`: the non-finite rule sto
 run at most this many steps late, naming the step whose loss was not finite."""
 FOLDER, HISTORY = "folder.tar", "run.json"
 """The payload objects of a folder checkpoint: the framework's files, and our history."""
+
+
+PREDICTION_COLUMNS = ("input_id", "label", "predicted")
+"""The predictions file's columns (`ablations.analysis.errors` reads it): integers."""
+
+
+def _integers(values: Iterable[object], column: str) -> list[int]:
+    """`values` as ints: Python or numpy integers, integer tensors' items, integer strings."""
+    if hasattr(values, "tolist"):  # a tensor or an array: its items as Python numbers
+        values = values.tolist()
+    out: list[int] = []
+    for value in values:
+        if isinstance(value, str):
+            try:
+                out.append(int(value))
+                continue
+            except ValueError:
+                pass
+        elif not isinstance(value, bool | float):
+            try:
+                out.append(operator.index(value))  # type: ignore[arg-type]
+                continue
+            except TypeError:
+                pass
+        raise WorkloadError(f"predictions: {column} {value!r} is not an integer")
+    return out
 
 
 def check_folder(payload: dict[str, bytes]) -> None:
@@ -85,8 +115,11 @@ class Session:
         self.step_seconds: list[float] = []
         """Wall seconds per step between consecutive reports."""
         self.stop: Stop | None = None
-        self.predictions: Path | None = None
-        """Where the adapter had the code write its held-out predictions (optional)."""
+        self.program_pid: int | None = None
+        """The process a command adapter started for the run (the probe reads its memory)."""
+        self.predictions: Predictions | None = None
+        """The held-out predictions the code gave (optional): `predictions/<run>.csv`, which
+        the error analysis (flips) reads."""
         self.timings = Timings()
         self._started = self._last_report = time.perf_counter()
         self._first_report: float | None = None
@@ -199,6 +232,11 @@ class Session:
             self._requested.clear()
         return Reply(checkpoint=due and self.checkpoints is not None, stop=done)
 
+    def evaluation_starts(self) -> None:
+        """The framework evaluates now, before the report carrying the metrics: an adapter
+        that knows says so (`ablate probe` times evaluation apart from training; a run's
+        timings do not split them, so this does nothing here)."""
+
     def late_losses(self, losses: Iterable[tuple[int, float]]) -> bool:
         """The training losses of steps already reported without one, in step order (an
         adapter that reads the device every few steps, not every step); whether a stop rule
@@ -228,6 +266,58 @@ class Session:
         if self._first_report is None:
             return 0.0
         return time.perf_counter() - self._first_report - self._paused
+
+    # -- predictions ----------------------------------------------------------------------
+
+    def set_predictions(
+        self,
+        ids: Iterable[object],
+        labels: Iterable[object],
+        predicted: Iterable[object],
+        seconds: float = 0.0,
+    ) -> None:
+        """The run's held-out predictions: one integer input id, label and predicted class per
+        input (`WorkloadError` otherwise); `seconds` it took to make them (evaluation, not
+        training time)."""
+        given = dict(zip(PREDICTION_COLUMNS, (ids, labels, predicted), strict=True))
+        named = {name: _integers(values, name) for name, values in given.items()}
+        columns = list(named.values())
+        if len({len(column) for column in columns}) != 1:
+            sizes = ", ".join(f"{name} {len(column)}" for name, column in named.items())
+            raise WorkloadError(f"predictions have columns of different lengths ({sizes})")
+        if len(set(columns[0])) != len(columns[0]):
+            raise WorkloadError("predictions name an input id twice: ids must be unique")
+        self.predictions = Predictions(ids=columns[0], labels=columns[1], predicted=columns[2])
+        self.timings.evaluate += seconds
+        self._paused += seconds
+
+    @property
+    def predictions_due(self) -> bool:
+        """Whether the adapter should make held-out predictions now: the run trained to its
+        last step (not a pilot, not stopped by a rule or a SIGTERM) and exports its files."""
+        spec = self.spec
+        ended = self.stop is not None or self.interrupted_at is not None
+        return (
+            spec.out_dir is not None
+            and spec.until is None
+            and not ended
+            and (self.step >= self.end)
+        )
+
+    def read_predictions(self, path: Path) -> None:
+        """The predictions file a program wrote (CSV, header `input_id,label,predicted`)."""
+        with path.open(newline="") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, [])
+            if header != list(PREDICTION_COLUMNS):
+                raise WorkloadError(
+                    f"predictions file header is {header}, expected {list(PREDICTION_COLUMNS)}"
+                )
+            rows = [row for row in reader if row]
+        if any(len(row) != len(PREDICTION_COLUMNS) for row in rows):
+            raise WorkloadError("predictions file has a row without exactly three values")
+        ids, labels, predicted = ([row[i] for row in rows] for i in range(3))
+        self.set_predictions(ids, labels, predicted)
 
     # -- the end --------------------------------------------------------------------------
 

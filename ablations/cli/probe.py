@@ -3,6 +3,8 @@
     ablate probe PLAN [--devices D] [--variants a,b] [--out DIR] [--json]
 
 The probe runs in a slot worker on the first slot of the plan's devices (or `--devices`).
+Code that runs its own loop (`workload.command`, `lightning`, `hf_trainer`) is timed through
+its adapter, one point per variant as planned (`ablations.byo.probe`).
 With `--out`, writes `DIR/probe.json` and `DIR/PROBE.md`; a `probe.json` beside the plan file
 (or the plan's `probe.result`) is what `ablate plan`, `ablate budget` and
 `resources.slots_per_device: auto` then use.
@@ -18,7 +20,6 @@ from ablations.cli.registry import EXIT_OK, command
 from ablations.errors import InputError
 from ablations.names import PROBE_JSON, PROBE_MD
 from ablations.plan.io import load_plan
-from ablations.plan.sections import ADAPTER_ENTRIES
 
 
 def add_probe_parser(sub: Any) -> None:
@@ -30,7 +31,9 @@ def add_probe_parser(sub: Any) -> None:
             "Train and evaluate a few steps of each variant for each input group and batch "
             "size (the plan's probe.batch_sizes, default 1, 2, 4, plus the runs' own), "
             "stopping a group at its first error; report peak memory per phase, the largest "
-            "safe batch, the smallest card memory class that fits and the measured step times."
+            "safe batch, the smallest card memory class that fits and the measured step times. "
+            "A command, Lightning or Trainer workload runs its own loop: each variant is timed "
+            "as planned through its adapter, and what could not be swept is said."
         ),
     )
     p.add_argument("plan", type=Path)
@@ -47,12 +50,6 @@ def _probe(args: argparse.Namespace) -> int:
     from ablations.slots.devices import plan_slots
 
     plan = load_plan(args.plan)
-    adapter = [name for name in ADAPTER_ENTRIES if getattr(plan.workload, name) is not None]
-    if adapter:  # the probe builds the workload and times its steps: these run their own loop
-        raise InputError(
-            f"ablate probe sizes workloads with `build` and `train_step`; workload.{adapter[0]} "
-            "runs its own loop and cannot be probed"
-        )
     every = variants(plan)
     chosen = every
     if args.variants is not None:

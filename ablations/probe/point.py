@@ -6,19 +6,38 @@ one device sync at the end), evaluate once, capture and serialize the checkpoint
 phase with its own peak memory. The first error (out of memory or anything else) ends that
 group's sweep: a larger batch is never tried after a smaller one failed, and the failure is a
 point of its own, never averaged away.
+
+Code that runs its own loop (a command, Lightning, a Trainer: `ablations.byo`) has no `build`
+or `train_step` to call and builds its own loader, so nothing is swept: each variant is one
+point, as planned, measured on the path its runs take. `measure_external` runs a pilot of
+`steps` steps through the adapter with a `ProbeSession`, which times and measures each phase
+from the reports: build (to the first step's report, that step included), train (the steps
+after the first), evaluate (from the adapter's `evaluation_starts` to the report with the
+metrics; a command reports only after evaluating, so its evaluation is its last step's time
+less a mean step), checkpoint (the framework's save of the last step and its commit to a
+scratch store). Memory: this process's (the framework's) peaks per phase; a command's are its
+own process's peak resident set on CPU, and not measured on a GPU.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import sys
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from pathlib import Path
+from statistics import fmean
+from typing import TYPE_CHECKING, Any
+
+from pydantic import model_serializer
 
 from ablations.records import MemoryPeak, Record, RunError, RunSpec
 
 if TYPE_CHECKING:
     import torch
+
+    from ablations.byo import ExternalWorkload
 
 BATCH_PARAM = "batch_size"
 """The workload param the probe varies (the built-in workloads' name for it)."""
@@ -47,6 +66,18 @@ class ProbePoint(Record):
     error: RunError | None = None
     failed_phase: str | None = None
     out_of_memory: bool = False
+    adapter: str | None = None
+    """The adapter whose own loop ran the point (`command`, `lightning`, `hf_trainer`, or an
+    external entry): one point per variant, as planned, nothing swept (`batch_size` is the
+    runs' own `batch_size` parameter, 0 when they have none). None: a built-in workload's
+    sweep (and then left out of the JSON)."""
+
+    @model_serializer(mode="wrap")
+    def _without_adapter(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("adapter") is None:
+            data.pop("adapter", None)
+        return data
 
     @property
     def ok(self) -> bool:
@@ -67,7 +98,14 @@ def probe_groups(entry: str, params: Mapping[str, object]) -> dict[str, dict[str
 
 
 def probe_variant(spec: RunSpec, batch_sizes: list[int], steps: int) -> list[ProbePoint]:
-    """Every group's sweep over `batch_sizes` (plus the runs' own batch size) for `spec`."""
+    """Every group's sweep over `batch_sizes` (plus the runs' own batch size) for `spec`; for
+    code that runs its own loop, one point as planned (`measure_external`)."""
+    from ablations.byo import is_external
+    from ablations.workload import load_workload
+
+    factory = load_workload(spec.workload)
+    if is_external(factory):
+        return [measure_external(spec, factory, steps)]
     planned_batch = spec.params.get(BATCH_PARAM)
     sizes = sorted({*batch_sizes, *([int(planned_batch)] if planned_batch is not None else [])})
     points: list[ProbePoint] = []
@@ -142,6 +180,59 @@ def measure(spec: RunSpec, steps: int, group: str) -> ProbePoint:
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()  # the next point's peaks start from an empty cache
+    return point
+
+
+def measure_external(spec: RunSpec, factory: ExternalWorkload, steps: int) -> ProbePoint:
+    """A pilot of `steps` steps through the adapter, evaluated and checkpointed at its last
+    step (to a scratch store), each phase timed and measured by a `ProbeSession`."""
+    import tempfile
+
+    import torch
+
+    from ablations.byo.probe import adapter_name, probe_session
+
+    device = torch.device(spec.device)
+    planned = spec.params.get(BATCH_PARAM)
+    batch = planned if isinstance(planned, int) and not isinstance(planned, bool) else 0
+    point = ProbePoint(
+        variant=spec.variant, group="all", batch_size=batch, planned=True,
+        adapter=adapter_name(spec),
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix=f"ablate-probe-{spec.variant[:40]}-") as scratch:
+        session = probe_session(spec, steps, Path(scratch))
+        try:
+            # The code's own printing (a Trainer's logs, a program's lines) goes to stderr:
+            # stdout is the probe's table, or its `--json` object.
+            with contextlib.redirect_stdout(sys.stderr):
+                factory.run_external(session.spec, session)
+            if session.step < steps:
+                raise RuntimeError(
+                    f"the training code ended at step {session.step} of the {steps} probed"
+                )
+        except Exception as exc:  # the probe's finding: this point does not run, or fit
+            point.error = RunError(type=type(exc).__name__, message=str(exc) or repr(exc))
+            point.failed_phase = session.phase or "checkpoint"
+            point.out_of_memory = is_out_of_memory(exc)
+        finally:
+            try:
+                session.close()
+            except Exception as exc:
+                if point.error is None:
+                    point.error = RunError(type=type(exc).__name__, message=str(exc))
+                    point.failed_phase = "checkpoint"
+            session.end_phase()
+    point.steps = session.step
+    point.inputs = session.step * batch
+    point.build_seconds = session.timings.load or None
+    point.step_seconds = fmean(session.step_times) if session.step_times else None
+    point.eval_seconds = session.eval_seconds()
+    point.checkpoint_seconds = session.checkpoint_seconds
+    point.memory = dict(session.memory.peaks)
+    del session
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
     return point
 
 

@@ -13,6 +13,12 @@ variant after another on one device so no two points share its memory. The resul
 - the runs' own step, evaluation and build times (`planned` points), which `ablate plan` and
   `ablate budget` then use instead of the plan's `budget.estimate` (source `probe`), and the
   peak that `resources.slots_per_device: auto` packs cards with.
+
+Code that runs its own loop (`workload.command`, `lightning`, `hf_trainer`) is probed through
+its adapter, one point per variant as planned (`ablations.byo.probe`): no batch size or input
+group is swept, and the result says so (`ProbeResult.adapter`, `not_swept`) instead of a
+largest safe batch. A command's memory is its own process's (peak RSS on CPU; on a GPU not
+measured, so no card class and no `auto` packing come from it).
 """
 
 from __future__ import annotations
@@ -51,12 +57,29 @@ class ProbeResult(Record):
     plan_hash: str
     device: str
     device_name: str
-    memory_source: Literal["cuda allocator", "process RSS (CPU)"]
+    memory_source: Literal[
+        "cuda allocator", "process RSS (CPU)", "program RSS (CPU)", "not measured"
+    ]
+    """Where the peaks come from: the worker's CUDA allocator or resident set; a command's
+    own process (`program`); or nowhere (a command on a GPU: its card memory is its own)."""
     margin: float
     steps: int
     points: list[ProbePoint]
     seconds: float = 0.0
     """Wall seconds the probe took (worker start included)."""
+
+    @property
+    def adapter(self) -> str | None:
+        """The adapter that ran the points (`command`, `lightning`, `hf_trainer`, an external
+        entry), None for a built-in workload's sweep."""
+        return next((p.adapter for p in self.points if p.adapter is not None), None)
+
+    @property
+    def memory_measured(self) -> bool:
+        """Whether the peaks are measurements (a command on a GPU has none)."""
+        if self.memory_source == "not measured":
+            return False
+        return self.adapter is None or self.peak_bytes > 0
 
     @property
     def stops(self) -> list[ProbePoint]:
@@ -75,8 +98,11 @@ class ProbeResult(Record):
         return max(planned, default=self.peak_bytes)
 
     def largest_safe_batch(self) -> dict[str, int | None]:
-        """Per group: the largest batch every variant ran (None: the smallest failed)."""
+        """Per group: the largest batch every variant ran (None: the smallest failed); empty
+        when nothing was swept (an adapter's points)."""
         safe: dict[str, int | None] = {}
+        if self.adapter is not None:
+            return safe
         for variant in dict.fromkeys(p.variant for p in self.points):
             for group in dict.fromkeys(p.group for p in self.points if p.variant == variant):
                 ran = [
@@ -92,7 +118,10 @@ class ProbeResult(Record):
         return safe
 
     def memory_class(self) -> int | None:
-        """The smallest class (GB) holding the peak with the margin; None: none does."""
+        """The smallest class (GB) holding the peak with the margin; None: none does, or the
+        memory was not measured."""
+        if not self.memory_measured:
+            return None
         need = self.peak_bytes * (1 + self.margin)
         return next((gb for gb in MEMORY_CLASSES_GB if gb * 1e9 >= need), None)
 
@@ -143,6 +172,9 @@ def run_probe(
                 steps=plan.workload.steps,
                 eval_every=plan.workload.eval_every,
                 workload=plan.workload.entry,
+                command=plan.workload.command,
+                lightning=plan.workload.lightning,
+                hf_trainer=plan.workload.hf_trainer,
                 metric=plan.metric.name,
                 direction=plan.metric.direction,
                 threshold=plan.metric.threshold,
@@ -156,12 +188,17 @@ def run_probe(
     finally:
         worker.close()
     cuda = slot.device.startswith("cuda")
+    source: Literal["cuda allocator", "process RSS (CPU)", "program RSS (CPU)", "not measured"]
+    if plan.workload.command is not None:  # the program's own process, not the worker's
+        source = "not measured" if cuda else "program RSS (CPU)"
+    else:
+        source = "cuda allocator" if cuda else "process RSS (CPU)"
     return ProbeResult(
         campaign_id=plan.campaign.id,
         plan_hash=digest,
         device=slot.device,
         device_name=device_name,
-        memory_source="cuda allocator" if cuda else "process RSS (CPU)",
+        memory_source=source,
         margin=plan.probe.margin,
         steps=plan.probe.steps,
         points=points,
@@ -183,12 +220,18 @@ def cells(p: ProbePoint) -> list[str]:
         for k in ("build", "train", "evaluate", "checkpoint")
     )
     step = f"{p.step_seconds:.4f}" if p.step_seconds is not None else "-"
+    batch = str(p.batch_size) if p.batch_size or p.adapter is None else "-"
     if p.error is not None:
         kind = "OUT OF MEMORY" if p.out_of_memory else "ERROR"
-        note = f"{kind} in {p.failed_phase}: {p.error.type}: {p.error.message[:120]} (stopped)"
+        note = f"{kind} in {p.failed_phase}: {p.error.type}: {p.error.message[:120]}"
+        note += " (stopped)" if p.adapter is None else ""
     else:
         note = "planned" if p.planned else ""
-    return [p.variant, p.group, str(p.batch_size), str(p.inputs), step, peaks, note]
+        if p.adapter is not None:
+            where = f"workload.{p.adapter}" if p.adapter in ADAPTERS else p.adapter
+            note = f"planned, through {where} (not swept)"
+    inputs = str(p.inputs) if p.inputs or p.adapter is None else "-"
+    return [p.variant, p.group, batch, inputs, step, peaks, note]
 
 
 def row(p: ProbePoint) -> str:
@@ -203,28 +246,73 @@ def summary_lines(result: ProbeResult) -> list[str]:
         f"probe took {result.seconds:.1f} s"
     ]
     for p in result.stops:
+        if p.adapter is not None:  # one point as planned: no sweep to stop
+            lines.append(
+                f"failed: {p.variant} in {p.failed_phase}: "
+                f"{p.error.type if p.error else ''}: {p.error.message[:200] if p.error else ''}"
+            )
+            continue
         lines.append(
             f"stopped: {p.variant} / {p.group} at batch {p.batch_size}: "
             f"{p.error.type if p.error else ''} in {p.failed_phase}; larger batches not tried"
         )
-    safe = result.largest_safe_batch()
-    lines.append(
-        "largest safe batch: "
-        + ", ".join(f"{g} {'none' if b is None else b}" for g, b in safe.items())
-    )
+    if result.adapter is not None:
+        lines += not_swept(result)
+    else:
+        safe = result.largest_safe_batch()
+        lines.append(
+            "largest safe batch: "
+            + ", ".join(f"{g} {'none' if b is None else b}" for g, b in safe.items())
+        )
     card = result.memory_class()
     need = result.peak_bytes * (1 + result.margin)
-    lines.append(
-        f"peak {_mb(result.peak_bytes)} MB x (1 + {result.margin:g}) = {need / 1e9:.2f} GB: "
-        + (f"a {card} GB card holds it" if card else "larger than every class (141 GB)")
-        + (" (CPU process memory: a proxy, not a card's)" if "CPU" in result.memory_source else "")
-    )
+    cpu = "CPU" in result.memory_source
+    if result.memory_source == "not measured":
+        lines.append(
+            "memory not measured: a command's card memory is its own process's, which ablate "
+            "does not see; no card class (and `slots_per_device: auto` keeps 1 slot a card)"
+        )
+    elif not result.memory_measured:
+        lines.append("memory not measured: no point reported a peak; no card class")
+    else:
+        lines.append(
+            f"peak {_mb(result.peak_bytes)} MB x (1 + {result.margin:g}) = {need / 1e9:.2f} GB: "
+            + (f"a {card} GB card holds it" if card else "larger than every class (141 GB)")
+            + (" (CPU process memory: a proxy, not a card's)" if cpu else "")
+        )
     planned = [p for p in result.points if p.ok and p.planned and p.step_seconds is not None]
     if planned:
         mean = fmean(p.step_seconds or 0.0 for p in planned)
         lines.append(f"runs as planned: {mean:.4f} s/step (used by `ablate plan` and `budget`)")
     else:
         lines.append("no planned point ran: `ablate plan` keeps the plan's estimate")
+    return lines
+
+
+ADAPTERS = {"command": "the program", "lightning": "Lightning", "hf_trainer": "the Trainer"}
+"""The adapters' plan fields, and who owns the loop under each."""
+
+
+def not_swept(result: ProbeResult) -> list[str]:
+    """What an adapter's probe could not vary or measure, said instead of a safe batch."""
+    adapter = result.adapter or ""
+    where = f"workload.{adapter}" if adapter in ADAPTERS else adapter
+    owner = ADAPTERS.get(adapter, "the workload")
+    lines = [
+        f"not swept: {where} runs its own loop and builds its own loader, so ablate cannot "
+        "set its batch size or input length: probe.batch_sizes and input groups are ignored, "
+        "each variant ran once as planned (batch = its `batch_size` parameter, `-` without "
+        "one); no largest safe batch",
+        f"times: a pilot of {result.steps} steps through {owner}'s loop: build is up to the "
+        "first step's report, that step included; s/step the mean of the steps after it; "
+        "the checkpoint is the framework's save of the last step and its commit",
+    ]
+    if adapter == "command":
+        lines.append(
+            "evaluation: the program reports after evaluating, so its time is the last "
+            "step's less a mean step; memory: the program's own process (peak RSS), not the "
+            "worker's"
+        )
     return lines
 
 
@@ -295,4 +383,6 @@ def peak_for_slots(plan: Plan, plan_path: Path | None) -> int | None:
     if plan.resources.slots_per_device != "auto":
         return None
     result = for_plan(plan, plan_path)
-    return None if result is None else result.planned_peak_bytes
+    if result is None or not result.memory_measured:
+        return None
+    return result.planned_peak_bytes

@@ -296,6 +296,15 @@ def _planned_vs_realized(inputs: ReportInputs) -> list[str]:
     return [*out, table(header, rows), ""]
 
 
+def _frameworks(inputs: ReportInputs) -> str:
+    """`lightning 2.6.6` (versions that differed between runs joined by `/`), or empty."""
+    seen: dict[str, set[str]] = {}
+    for record in inputs.records:
+        for name, version in (record.environment.frameworks if record.environment else {}).items():
+            seen.setdefault(name, set()).add(version)
+    return ", ".join(f"{name} {' / '.join(sorted(seen[name]))}" for name in sorted(seen))
+
+
 def render_report(inputs: ReportInputs, plots: Sequence[str] = ()) -> str:
     """REPORT.md's text; `plots` names the PNGs that exist beside it (others are not linked)."""
     shown = set(plots)
@@ -313,6 +322,9 @@ def render_report(inputs: ReportInputs, plots: Sequence[str] = ()) -> str:
         out += [f"**Hypothesis.** {inputs.hypothesis}", ""]
     if inputs.plan_hash:
         out += [f"Plan hash `{inputs.plan_hash}`.", ""]
+    frameworks = _frameworks(inputs)
+    if frameworks:  # an adapter's runs: the framework's loop is part of the result
+        out += [f"**Frameworks.** {frameworks} (as the runs imported them).", ""]
     out += ["## Gate", ""]
     if inputs.gate_decision is None:
         out += ["No gate decision was recorded.", ""]

@@ -85,6 +85,25 @@ def predictions_file() -> Path | None:
     return Path(path) if path else None
 
 
+def write_predictions(ids: Any, labels: Any, predicted: Any) -> None:
+    """Write the held-out predictions (integer input ids, labels and predicted classes, one
+    of each per input) to `predictions_file()`, whole or not at all; a no-op when run bare.
+    Write them at the run's last evaluation: the report's error analysis pairs each
+    variant's with the control's of the same seed (the inputs that flipped)."""
+    path = predictions_file()
+    if path is None:
+        return
+    ids, labels, predicted = list(ids), list(labels), list(predicted)
+    if not len(ids) == len(labels) == len(predicted):
+        raise ValueError("write_predictions: ids, labels and predicted differ in length")
+    rows = zip(ids, labels, predicted)  # noqa: B905 (no strict=: any Python 3 runs this)
+    text = "".join(f"{int(i)},{int(y)},{int(p)}\n" for i, y, p in rows)
+    text = "input_id,label,predicted\n" + text
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    partial.replace(path)  # a reader sees the whole file or none
+
+
 def _send(message: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()

@@ -1,4 +1,5 @@
-"""A tiny LightningModule and DataModule as a user writes them (regression on a fixed sine).
+"""A tiny LightningModule and DataModule as a user writes them (regression on a fixed sine;
+held-out predictions classify each row as above zero or not, through `predict_step`).
 
 Test knobs in the environment: `TRAINED_LOG` (a folder: append each trained step to
 `<lr>-<seed>.log`, so a test sees what a kill and a resume trained twice) and `STEP_SLEEP`
@@ -40,6 +41,12 @@ class Net(pl.LightningModule):
     def validation_step(self, batch: list[torch.Tensor], batch_idx: int) -> None:
         x, y = batch
         self.log("mse", F.mse_loss(self.net(x).squeeze(1), y))
+
+    def predict_step(self, batch: list[torch.Tensor], batch_idx: int) -> dict[str, torch.Tensor]:
+        """Held-out rows classified as above zero or not (for the error analysis)."""
+        x, y, ids = batch
+        predicted = (self.net(x).squeeze(1) > 0).long()
+        return {"input_id": ids, "label": (y > 0).long(), "predicted": predicted}
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
@@ -87,3 +94,13 @@ class Sine(pl.LightningDataModule):
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(self.heldout, batch_size=64)
+
+    def predict_dataloader(self) -> DataLoader:
+        x, y = self.heldout.tensors
+        return DataLoader(TensorDataset(x, y, torch.arange(256, 320)), batch_size=40)
+
+
+class Unpredicted(Sine):
+    """A data module without held-out predictions (Lightning's own `predict_dataloader`)."""
+
+    predict_dataloader = pl.LightningDataModule.predict_dataloader  # type: ignore[assignment]

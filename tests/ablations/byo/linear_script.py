@@ -1,9 +1,10 @@
 """A training program without torch (any language would do): SGD on y = 3x + 1.
 
-Reports through `ablate_report`; its state is one JSON file. Test knobs in the environment:
-`TRAINED_LOG` (a folder: append each trained step to `<lr>-<seed>.log`, so a test sees what
-a kill and a resume trained twice) and
-`STEP_SLEEP` (seconds per step, so a test can kill it mid-run)."""
+Reports through `ablate_report`; its state is one JSON file. At its last step it writes its
+held-out predictions (each row classified as above 1 or not), for the error analysis. Test
+knobs in the environment: `TRAINED_LOG` (a folder: append each trained step to
+`<lr>-<seed>.log`, so a test sees what a kill and a resume trained twice) and `STEP_SLEEP`
+(seconds per step, so a test can kill it mid-run)."""
 
 import argparse
 import json
@@ -46,6 +47,10 @@ for step in range(start + 1, ablate.steps(100) + 1):
             handle.write(f"{step}\n")
     time.sleep(sleep)
     last = step % ablate.eval_every(25) == 0 or step == ablate.steps(100)
+    if step == ablate.steps(100):  # held-out rows classified: above the line's centre or not
+        ids = range(48, 64)
+        above = [int(y > 1) for _, y in heldout], [int(w * x + b > 1) for x, _ in heldout]
+        ablate.write_predictions(ids, *above)
     reply = ablate.report(step, error * error, **({"mse": mse(heldout)} if last else {}))
     if reply.checkpoint:
         state = {"w": w, "b": b, "rng": rng.getstate()}

@@ -93,3 +93,19 @@ def test_the_killed_run_resumed_from_its_last_commit(campaign: Campaign) -> None
         assert sorted(counts) == list(range(1, 101)), log.name  # every step, from step 1
         twice = [step for step, n in counts.items() if n > 1]
         assert len(twice) <= INTERVAL, (log.name, twice)  # at most the interval lost
+
+
+def test_the_report_holds_the_error_analysis_from_the_programs_predictions(
+    campaign: Campaign,
+) -> None:
+    """The documented `ABLATE_PREDICTIONS` file, end to end: exported for every accepted main
+    run (the killed and resumed one included), read into the report's flips."""
+    runs = manifest(campaign)
+    accepted = [r for r in runs.values() if r["phase"] == "main" and r["status"] == "accepted"]
+    assert accepted
+    for run in accepted:
+        assert any(a["kind"] == "predictions" for a in run["artifacts"]), run["run_id"]
+    report = (campaign.out / "REPORT.md").read_text()
+    errors = report.split("## Error analysis", 1)[1].split("\n## ", 1)[0]
+    assert "| Variant | Seed | Regressions | Improvements | First regressions |" in errors
+    assert "| lr=0.1 | 0 |" in errors and "| lr=0.1 | 1 |" in errors  # paired by seed

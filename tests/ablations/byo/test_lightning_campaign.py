@@ -67,3 +67,18 @@ def test_the_killed_run_resumed_from_its_last_commit(campaign: Campaign) -> None
     for log in (campaign.cwd.parent / "trained").glob("*.log"):
         if not log.name.startswith("10000.0"):  # stopped: it never reaches the end
             assert len(steps_trained_twice(log, 100)) <= INTERVAL, log.name
+
+
+def test_the_report_holds_the_error_analysis_and_the_framework(campaign: Campaign) -> None:
+    """`predict_step` over the data module's `predict_dataloader`, end to end; and the
+    Lightning version the runs recorded, in their environment and the report."""
+    runs = manifest(campaign)
+    accepted = [r for r in runs.values() if r["phase"] == "main" and r["status"] == "accepted"]
+    assert accepted
+    for run in accepted:
+        assert any(a["kind"] == "predictions" for a in run["artifacts"]), run["run_id"]
+        assert set(run["environment"]["frameworks"]) == {"lightning"}
+    report = (campaign.out / "REPORT.md").read_text()
+    assert "| Variant | Seed | Regressions | Improvements | First regressions |" in report
+    version = accepted[0]["environment"]["frameworks"]["lightning"]
+    assert f"**Frameworks.** lightning {version}" in report

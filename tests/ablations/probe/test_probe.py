@@ -163,16 +163,3 @@ def test_slots_per_device_auto() -> None:
     auto = ResourcesSection(devices=2, slots_per_device="auto")
     assert len(plan_slots(auto, probe_peak=gb)) == 2  # CPU: slots follow the cores
     assert len(plan_slots(ResourcesSection(devices=2, slots_per_device=2))) == 4
-
-
-def test_a_workload_running_its_own_loop_is_refused_in_one_line(
-    demo_data: dict[str, Any], write_plan: Callable[[Any], Path], capsys: pytest.CaptureFixture[str]
-) -> None:
-    del demo_data["workload"]["entry"]
-    data = probe_plan(demo_data, hf_trainer="ablations.workloads.lora:make_trainer")
-    assert main(["probe", str(write_plan(data))]) == 2
-    error = capsys.readouterr().err.strip()
-    assert error == (
-        "error: ablate probe sizes workloads with `build` and `train_step`; "
-        "workload.hf_trainer runs its own loop and cannot be probed"
-    )
