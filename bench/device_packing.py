@@ -3,7 +3,7 @@
     .venv/bin/python bench/device_packing.py [--runs 16] [--slots 4] [--scale 1.0]
 
 The runs sleep instead of training, but go through the campaign's real parts: a Prefect flow
-on `ThreadPoolTaskRunner(max_workers=slots)`, every task leasing a slot from `SlotPool` for
+on `ThreadPoolTaskRunner(max_workers=slots)`, every task leasing a slot from `SlotLease` for
 its whole run, all of a phase submitted at once, in the order
 `ablations.campaign.scheduling.longest_first` gives from (simulated) pilot measurements of each
 variant's seconds per step. The plan's own order (seeded shuffle) is measured too, for
@@ -43,7 +43,7 @@ def main() -> int:
     from ablations.campaign.scheduling import longest_first
     from ablations.plan.variants import PlannedRun
     from ablations.records import RunRecord, Timings
-    from ablations.slots.devices import SlotPool
+    from ablations.slots.devices import SlotLease
 
     rng = random.Random(args.seed)
     steps = 100
@@ -68,7 +68,7 @@ def main() -> int:
         for v, sec in per_step.items()
     ]  # fmt: skip
     seconds = {r.run_id: r.steps * per_step[r.variant] for r in runs}
-    pool: SlotPool[str] = SlotPool([f"sim#{i}" for i in range(args.slots)])
+    pool: SlotLease[str] = SlotLease([f"sim#{i}" for i in range(args.slots)])
     spans: list[tuple[str, float, float]] = []
     lock = threading.Lock()
 

@@ -30,7 +30,6 @@ from ablations.campaign.scheduling import longest_first
 from ablations.campaign.state import remove_leftover_temporaries
 from ablations.campaign.steps import gate_decided
 from ablations.errors import InputError
-from ablations.outputs.summary import decision_sentence, final_rows
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
 from ablations.progress import (
@@ -41,6 +40,7 @@ from ablations.progress import (
     say,
 )
 from ablations.records import RunRecord
+from ablations.results.summary import decision_sentence, final_rows
 from ablations.slots.local import LocalSlots, local_slots_for, warmup_for
 from flows.boundary import admitted_plan_text
 from flows.gate_ui import ask_in_ui, decision_markdown

@@ -23,10 +23,10 @@ from ablations.campaign.state import existing_registration
 from ablations.cli.arguments import module_name, positive_seconds
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import CampaignInterrupted, InputError, PlanError, Problem
-from ablations.outputs.manifest import Manifest
 from ablations.plan.io import load_plan, workload_module_problem
 from ablations.plan.model import Plan
 from ablations.preemption import TERMINATE, listen_for_sigterm
+from ablations.results.manifest import Manifest
 from ablations.slots.devices import SlotSpec
 from ablations.slots.local import LocalSlots, local_slots_for, warmup_for
 

@@ -221,9 +221,9 @@ class PoolExecutor:
     def write_results(self, campaign: Campaign) -> Path:
         """In this process, from the campaign as loaded: the runs' records and artifacts are
         in the folder already."""
-        from ablations.outputs.export import write_outputs
+        from ablations.results.write import write_results
 
-        return write_outputs(campaign)
+        return write_results(campaign)
 
     def _call(
         self, kind: Kind, spec: RunSpec, expected: dict[str, int] | None, store: FsspecStore

@@ -171,10 +171,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ablations.slots",),
     ("ablations.probe", "ablations.budget"),
     # the campaign; the manifest's model with it (`CampaignFolder` reads it; it holds the gate)
-    ("ablations.campaign", "ablations.outputs.manifest"),
-    ("ablations.outputs", "ablations.report", "ablations.verify"),
+    ("ablations.campaign", "ablations.results.manifest"),
+    ("ablations.results", "ablations.report", "ablations.verify"),
     # this machine's executor: worker processes for a campaign's slots; it hands the results
-    # step (`outputs.job`) to its first worker, so it sits above `outputs`
+    # step (`results.job`) to its first worker, so it sits above `results`
     ("ablations.slots.local",),
     ("ablations.cli",),
     ("tasks",),
@@ -202,7 +202,7 @@ def layer_of(module: str) -> int:
 def against_the_order(graph: dict[str, set[str]]) -> list[str]:
     """Each import from a lower layer to a higher one, as 'importer -> imported'. A package
     whose `__init__` imports nothing of the project counts for nothing: importing
-    `ablations.outputs.manifest` runs `ablations/outputs/__init__.py`, which brings in no layer."""
+    `ablations.results.manifest` runs `ablations/results/__init__.py`, which brings in no layer."""
 
     def empty_package(target: str, targets: set[str]) -> bool:
         return not graph.get(target) and any(t.startswith(f"{target}.") for t in targets)

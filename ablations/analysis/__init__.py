@@ -1,6 +1,6 @@
 """Analysis of a campaign's run records: paired-seed effects and classification errors."""
 
-from ablations.analysis.errors import (
+from ablations.analysis.flips import (
     ErrorAnalysis,
     FlipInput,
     Flips,

@@ -48,7 +48,7 @@ FOLDER, HISTORY = "folder.tar", "run.json"
 
 
 PREDICTION_COLUMNS = ("input_id", "label", "predicted")
-"""The predictions file's columns (`ablations.analysis.errors` reads it): integers."""
+"""The predictions file's columns (`ablations.analysis.flips` reads it): integers."""
 
 
 def _integers(values: Iterable[object], column: str) -> list[int]:

@@ -20,8 +20,8 @@ from pydantic import BaseModel
 
 from ablations.atomic import atomic_write_bytes, atomic_write_text
 from ablations.errors import InputError
-from ablations.outputs.manifest import Manifest, read_manifest
 from ablations.records import PreflightReport, RunRecord
+from ablations.results.manifest import Manifest, read_manifest
 
 if TYPE_CHECKING:
     from ablations.analysis.looks import Looks

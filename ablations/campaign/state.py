@@ -20,10 +20,10 @@ from ablations.campaign.folder import CampaignFolder, Registration
 from ablations.crash_points import AFTER_PLAN, crash_point
 from ablations.errors import CampaignConflictError, InfrastructureError, InputError
 from ablations.names import LOCK, PLAN, REGISTRATION, WRITTEN_FOLDERS
-from ablations.outputs.manifest import NotACampaignFolder, read_manifest
 from ablations.plan.io import parse_yaml
 from ablations.plan.model import Plan, parse_plan, plan_hash
 from ablations.records import RunRecord
+from ablations.results.manifest import NotACampaignFolder, read_manifest
 
 __all__ = [
     "NotACampaignFolder",

@@ -16,11 +16,11 @@ from pydantic import ValidationError
 
 from ablations.errors import InputError
 from ablations.names import MANIFEST, PLAN
-from ablations.outputs.manifest import BudgetSummary, Manifest, ManifestRun, read_manifest
 from ablations.plan.io import load_plan
 from ablations.plan.model import Plan
 from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
+from ablations.results.manifest import BudgetSummary, Manifest, ManifestRun, read_manifest
 
 
 class ReportError(InputError):

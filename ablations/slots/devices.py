@@ -197,8 +197,8 @@ def parse_devices(text: str) -> Literal["auto"] | int | list[str]:
         raise InputError(f"--devices {text!r}: {reasons}") from exc
 
 
-class SlotPool(Generic[T]):
-    """A thread-safe lease of slots: `with pool.lease() as slot:` blocks until one is free."""
+class SlotLease(Generic[T]):
+    """A thread-safe lease of slots: `with leases.lease() as slot:` blocks until one is free."""
 
     def __init__(self, slots: list[T]) -> None:
         self._free: queue.Queue[T] = queue.Queue()

@@ -1,6 +1,6 @@
 """One host's slots, leased across processes: a lock file per slot.
 
-A process work pool starts every flow run as its own process, so the thread-safe `SlotPool`
+A process work pool starts every flow run as its own process, so the thread-safe `SlotLease`
 of one campaign process cannot share a host's devices between them. An exclusive `flock` on
 `<lock_dir>/<host>-<slot>.lock` can, and the kernel drops it when its holder dies, so a
 crashed run never keeps its slot.

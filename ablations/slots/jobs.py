@@ -1,5 +1,5 @@
 """The jobs a slot's worker does for the campaign besides the results step
-(`ablations.outputs.job`): a run, the preflight on this slot (whole, or up to the restart
+(`ablations.results.job`): a run, the preflight on this slot (whole, or up to the restart
 check's verdict), a restart check's continuation, and one variant's `ablate probe` sweep.
 
 Each kind is a `Job`: `run()` does it in the worker process, `send(worker)` asks a worker for

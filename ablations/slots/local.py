@@ -15,12 +15,12 @@ from pathlib import Path
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import CampaignFolder
-from ablations.outputs.job import ResultsJob
 from ablations.plan.model import Plan
 from ablations.preflight.across import preflight_across
 from ablations.probe.sweep import peak_for_slots
 from ablations.records import PreflightReport, RunRecord, RunSpec
-from ablations.slots.devices import SlotPool, SlotSpec, plan_slots
+from ablations.results.job import ResultsJob
+from ablations.slots.devices import SlotLease, SlotSpec, plan_slots
 from ablations.slots.jobs import PreflightOnSlot, RunJob
 from ablations.slots.worker import SlotWorker, Warmup
 
@@ -57,7 +57,7 @@ class LocalSlots:
         warmup = warmup or Warmup()
         others = replace(warmup, results=False)  # the first slot writes the results
         workers = [SlotWorker(s, warmup if i == 0 else others) for i, s in enumerate(slots)]
-        self.pool = SlotPool(workers)
+        self.leases = SlotLease(workers)
         self._spare = (
             SlotWorker(slots[0], others) if warmup.restart_check and len(slots) == 1 else None
         )
@@ -79,14 +79,14 @@ class LocalSlots:
 
     @property
     def slots(self) -> list[SlotSpec]:
-        return [worker.slot for worker in self.pool.slots]
+        return [worker.slot for worker in self.leases.slots]
 
     def run(self, spec: RunSpec) -> RunRecord:
-        with self.pool.lease() as worker:
+        with self.leases.lease() as worker:
             return worker.do(RunJob(spec))
 
     def preflight(self, spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
-        with self.pool.lease() as worker:
+        with self.leases.lease() as worker:
             slot = PreflightOnSlot(worker)
             return preflight_across(slot, self._other_preflight, spec, expected_inputs)
 
@@ -94,24 +94,24 @@ class LocalSlots:
         """In the first slot's worker, which imported the results' libraries while it waited
         (the campaign process never loads them) and loads the campaign from its folder. Not
         leased: every run has returned its slot."""
-        return self.pool.slots[0].do(ResultsJob(str(campaign.out_dir)))
+        return self.leases.slots[0].do(ResultsJob(str(campaign.out_dir)))
 
     def workload_problem(self) -> str | None:
         """Why the plan's workload cannot be imported, as the first worker found at start."""
-        return self.pool.slots[0].workload_problem()
+        return self.leases.slots[0].workload_problem()
 
     @contextmanager
     def other_process(self) -> Iterator[SlotWorker]:
         """A worker other than the one leased for the preflight, for the restart check's
         continuation: a second slot (idle before the pilot), else the spare (once), else a
         new one."""
-        if len(self.pool.slots) > 1:
-            with self.pool.lease() as worker:
+        if len(self.leases.slots) > 1:
+            with self.leases.lease() as worker:
                 yield worker
             return
         with self._lock:
             spare, self._spare = self._spare, None
-        worker = spare or SlotWorker(self.pool.slots[0].slot)
+        worker = spare or SlotWorker(self.leases.slots[0].slot)
         try:
             yield worker
         finally:
@@ -123,7 +123,7 @@ class LocalSlots:
             yield PreflightOnSlot(worker)
 
     def _workers(self) -> list[SlotWorker]:
-        return [*self.pool.slots, *([self._spare] if self._spare else [])]
+        return [*self.leases.slots, *([self._spare] if self._spare else [])]
 
     def terminate(self) -> None:
         """Pass a SIGTERM on to every worker (returns at once): each run commits its step."""

@@ -8,7 +8,7 @@ and a worker that died under a job into `WorkerLost`.
 
 A job carries itself out: the worker calls its `run()` and knows no kind of job. The kinds live
 with what they run: `ablations.slots.jobs` (a run, the preflight, a restart check's
-continuation, a probe sweep) and `ablations.outputs.job` (the results step).
+continuation, a probe sweep) and `ablations.results.job` (the results step).
 """
 
 from __future__ import annotations

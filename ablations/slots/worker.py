@@ -8,7 +8,7 @@ A worker that dies fails only the run it held; the next run gets a fresh worker.
 The worker knows no kind of job: it calls each `Job`'s `run()` and sends back its result or
 what it raised, and `SlotWorker.do(job)` hands a job to it (`ablations.slots.messages`). The
 kinds live with what they run: `ablations.slots.jobs` (a run, the preflight, a restart check's
-continuation, a probe sweep) and `ablations.outputs.job` (the results step).
+continuation, a probe sweep) and `ablations.results.job` (the results step).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _serve(
     conn.send(Ready(prepare_torch_process(visible_devices, cpu_threads, workload_entry)))
     preload_for_training()
     if results:
-        preload = functools.partial(importlib.import_module, "ablations.outputs.export")
+        preload = functools.partial(importlib.import_module, "ablations.results.write")
         threading.Thread(target=preload, daemon=True).start()
     while True:
         try:

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from ablations.credentials import find_credentials, secret_values
 from ablations.names import MANIFEST
-from ablations.outputs.manifest import FileEntry
+from ablations.results.manifest import FileEntry
 
 SCAN_LIMIT_BYTES = 256 << 20
 """Files above this are hashed but not scanned for credentials (weights of a large model)."""

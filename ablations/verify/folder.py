@@ -43,7 +43,7 @@ from ablations.names import (
     RUN_FOLDERS,
     RUNS_CSV,
 )
-from ablations.outputs.manifest import Manifest, ManifestRun, read_manifest
+from ablations.results.manifest import Manifest, ManifestRun, read_manifest
 from ablations.verify.files import (
     FolderProblem,
     check_entry,

@@ -21,8 +21,8 @@ from typing import Any
 
 from ablations.credentials import USERINFO
 from ablations.names import LEDGER, MANIFEST, PLAN
-from ablations.outputs.manifest import Manifest, ManifestRun
 from ablations.plan.model import Plan
+from ablations.results.manifest import Manifest, ManifestRun
 from ablations.scratch import scratch_folder
 from ablations.verify.files import FolderProblem, load_weights
 
@@ -41,7 +41,7 @@ def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Fo
         return [FolderProblem(ledger_file, "is empty")]
     import optuna
 
-    from ablations.outputs.ledger import STATES
+    from ablations.results.ledger import STATES
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with scratch_folder("verify-") as scratch:

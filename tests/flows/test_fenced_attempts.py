@@ -157,7 +157,7 @@ def test_a_late_attempt_declared_lost_commits_nothing_and_the_accepted_one_is_cl
 
     # `ablate verify` reopens the accepted attempt's checkpoint where the record names it.
     from ablations.campaign.campaign import Campaign
-    from ablations.outputs.manifest import ManifestRun
+    from ablations.results.manifest import ManifestRun
     from ablations.verify.reload import check_checkpoint
 
     campaign = Campaign.load(out)

@@ -24,9 +24,9 @@ import pandas as pd
 import pytest
 import torch
 
-from ablations.outputs.manifest import read_manifest
+from ablations.results.manifest import read_manifest
 from ablations.verify.folder import verify_folder
-from tests.ablations.outputs.test_ledger import assert_ledger_matches_manifest
+from tests.ablations.results.test_ledger import assert_ledger_matches_manifest
 from tests.conftest import ROOT
 from tests.flows.conftest import TINY_PLAN, plan_text
 from tests.s3_server import BUCKET

@@ -20,10 +20,10 @@ from ablations.campaign.folder import MANIFEST, RELOAD, REPORT, RUNS_CSV, Campai
 from ablations.campaign.specs import spec_for
 from ablations.campaign.state import register
 from ablations.checkpoint import fence
-from ablations.outputs.manifest import read_manifest
 from ablations.plan.sections import ResourcesSection
 from ablations.plan.variants import Phase
 from ablations.records import PreflightReport, RunRecord, RunSpec, Timings
+from ablations.results.manifest import read_manifest
 from ablations.slots.attempts import OUTPUTS, RESULT, Kind, attempt_prefix, attempt_store
 from ablations.slots.trust import seal
 from flows.pool import PoolExecutor, PoolSettings, pool_slots

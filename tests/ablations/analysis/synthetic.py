@@ -139,7 +139,7 @@ def _record(out_dir: Path, planned: PlannedRun, start: float, slot: str) -> RunR
 
 
 def manifest_row(run: ReportRun) -> dict[str, Any]:
-    """A manifest row as `ablations.outputs.export` writes it: planned fields plus the record's."""
+    """A manifest row as `ablations.results.write` writes it: planned fields plus the record's."""
     row: dict[str, Any] = run.planned.model_dump(mode="json")
     if run.record is None:
         row["status"] = "pending"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ablations.analysis.errors import error_analysis, load_predictions, read_predictions
+from ablations.analysis.flips import error_analysis, load_predictions, read_predictions
 from ablations.byo.session import Session
 from ablations.errors import WorkloadError
 from ablations.records import RunRecord

@@ -27,12 +27,12 @@ from ablations.campaign.steps import (
     registered_projection,
 )
 from ablations.errors import InputError
-from ablations.outputs.export import write_outputs
-from ablations.outputs.manifest import read_manifest
 from ablations.plan.model import Plan
 from ablations.records import PreflightReport, RunRecord, RunSpec
 from ablations.report.artifact import curves_so_far
 from ablations.report.from_folder import rebuild_report
+from ablations.results.manifest import read_manifest
+from ablations.results.write import write_results
 from ablations.slots.devices import SlotSpec
 from tests.ablations.analysis.synthetic import PLAN
 
@@ -68,7 +68,7 @@ class InProcess:
         return PreflightReport(passed=True, seconds=0.5)
 
     def write_results(self, campaign: Campaign) -> Path:
-        return write_outputs(campaign)
+        return write_results(campaign)
 
 
 def _conforms(executor: InProcess) -> Executor:  # mypy: the fake is an Executor
@@ -144,7 +144,7 @@ def test_the_results_step_reports_what_ablate_report_rebuilds_from_the_manifest(
             execute_registered_run(campaign, run.run_id, executor)
     campaign.folder.write_gate(GateDecision(decision="continue", reason="healthy", source="ui"))
     decide_look(campaign, 0, 1)
-    write_outputs(campaign)
+    write_results(campaign)
     written = (out / REPORT).read_text()
 
     rebuild_report(out)

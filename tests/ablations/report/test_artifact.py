@@ -10,9 +10,9 @@ from pathlib import Path
 from PIL import Image
 
 from ablations.campaign.folder import REPORT_HTML
-from ablations.outputs.ledger import LEDGER_URL
 from ablations.report import build_report
 from ablations.report.artifact import FIGURE_PIXELS, WIDEST_TABLE, narrow_tables, report_artifact
+from ablations.results.ledger import LEDGER_URL
 from tests.ablations.analysis.synthetic import write_synthetic
 from tests.ablations.report.test_report import inputs_of
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ablations.analysis.errors import ErrorAnalysis, FlipInput, Flips
+from ablations.analysis.flips import ErrorAnalysis, FlipInput, Flips
 from ablations.report import EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG, ReportInputs
 from ablations.report.markdown import MAX_FLIPS_SHOWN, render_report, table
 from tests.ablations.analysis.synthetic import Synthetic, write_synthetic

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from ablations.outputs.ledger import LEDGER_URL
 from ablations.report import (
     EFFECTS_PNG,
     PER_CLASS_PNG,
@@ -20,6 +19,7 @@ from ablations.report import (
     rebuild_report,
     render_report,
 )
+from ablations.results.ledger import LEDGER_URL
 from tests.ablations.analysis.synthetic import STOP_MESSAGE, Synthetic, write_synthetic
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

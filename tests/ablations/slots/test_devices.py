@@ -8,7 +8,7 @@ import pytest
 
 from ablations.errors import AblationError
 from ablations.plan.sections import ResourcesSection
-from ablations.slots.devices import SlotPool, plan_slots, threads_per_core, usable_cpus
+from ablations.slots.devices import SlotLease, plan_slots, threads_per_core, usable_cpus
 
 
 def test_cpu_slot_count_and_threads() -> None:
@@ -31,7 +31,7 @@ def test_missing_cuda_device_is_refused_clearly() -> None:
 
 
 def test_pool_never_leases_one_slot_twice() -> None:
-    pool = SlotPool(["a", "b"])
+    pool = SlotLease(["a", "b"])
     active: dict[str, int] = {"a": 0, "b": 0}
     overlaps: list[str] = []
     lock = threading.Lock()

@@ -19,8 +19,8 @@ from ablations.errors import (
     StoreError,
     WorkloadError,
 )
-from ablations.outputs.job import ResultsJob
 from ablations.records import LOST_WORKER_ERRORS, RunError
+from ablations.results.job import ResultsJob
 from ablations.slots.jobs import ContinueJob, PreflightJob, PreflightStartJob, ProbeJob, RunJob
 from ablations.slots.messages import (
     Done,

@@ -9,8 +9,8 @@ import pytest
 
 from ablations.checkpoint.commit import COMMIT
 from ablations.errors import InfrastructureError, StoreError, WorkloadError
-from ablations.outputs.job import ResultsJob
 from ablations.records import RunSpec
+from ablations.results.job import ResultsJob
 from ablations.slots.devices import SlotSpec
 from ablations.slots.jobs import RunJob
 from ablations.slots.messages import Failed, JobFailed, WorkloadFailed, job_error
@@ -48,7 +48,7 @@ def test_any_job_runs_itself_and_the_worker_imports_only_the_kinds_it_receives()
     finally:
         worker.close()
     assert record.status == "accepted" and "ablations.slots.jobs" in after
-    assert not {m for m in after if m.startswith("ablations.outputs")}  # no results job came
+    assert not {m for m in after if m.startswith("ablations.results")}  # no results job came
 
 
 @pytest.mark.slow  # fault injection: a worker process killed mid-run

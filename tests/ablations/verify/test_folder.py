@@ -17,7 +17,7 @@ import torch
 from ablations.campaign.state import NotACampaignFolder, read_manifest
 from ablations.cli import main
 from ablations.credentials import find_credentials, redact_url, secret_values
-from ablations.outputs.manifest import ManifestRun
+from ablations.results.manifest import ManifestRun
 from ablations.verify.files import check_entry, scan_paths
 
 

@@ -1,6 +1,6 @@
 """`ablations.verify.layout`: what may sit at the top of an output folder, and no links.
 
-tests/ablations/outputs/test_portable_folder.py covers the basic case (a hidden file, a note,
+tests/ablations/results/test_portable_folder.py covers the basic case (a hidden file, a note,
 a linked model, the lock and a relative store accepted); these pin the rest of the contract.
 """
 

@@ -13,7 +13,9 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from ablations.outputs.ledger import (
+from ablations.plan.variants import PlannedRun
+from ablations.records import RunRecord
+from ablations.results.ledger import (
     LEDGER_URL,
     STATES,
     absolute_ledger_url,
@@ -22,8 +24,6 @@ from ablations.outputs.ledger import (
     search_space,
     trials_of,
 )
-from ablations.plan.variants import PlannedRun
-from ablations.records import RunRecord
 from tests.ablations.analysis.synthetic import STOP_MESSAGE, Synthetic, write_synthetic
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

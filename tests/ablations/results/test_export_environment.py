@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ablations.outputs.export import environment
 from ablations.records import RunEnvironment, RunRecord
+from ablations.results.write import environment
 
 
 def _record(run_id: str, env: RunEnvironment | None) -> RunRecord:

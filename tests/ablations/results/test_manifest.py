@@ -23,16 +23,16 @@ from ablations.campaign.gate import GateDecision
 from ablations.campaign.state import register
 from ablations.campaign.steps import registered_projection
 from ablations.cli import main
-from ablations.outputs.export import write_outputs
-from ablations.outputs.manifest import (
+from ablations.plan.variants import PlannedRun
+from ablations.records import PreflightReport, RunRecord, Stop, Timings
+from ablations.results.manifest import (
     Manifest,
     ManifestError,
     ManifestRun,
     parse_manifest,
     read_manifest,
 )
-from ablations.plan.variants import PlannedRun
-from ablations.records import PreflightReport, RunRecord, Stop, Timings
+from ablations.results.write import write_results
 from ablations.verify.folder import verify_folder
 from tests.flows.conftest import TINY_PLAN, plan_text
 
@@ -105,7 +105,7 @@ def exported(tmp_path: Path) -> Path:
                 ended_at=1001.5 + i,
             )
         )
-    write_outputs(campaign)
+    write_results(campaign)
     return out
 
 

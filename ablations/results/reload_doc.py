@@ -12,8 +12,8 @@ import json
 import shlex
 
 from ablations.names import DEFAULT_TOLERANCE
-from ablations.outputs.manifest import Manifest, ManifestRun
 from ablations.plan.model import Plan
+from ablations.results.manifest import Manifest, ManifestRun
 
 
 def _example(runs: list[ManifestRun]) -> ManifestRun | None:

@@ -22,9 +22,9 @@ class ResultsJob(Job[Path]):
     out_dir: str
 
     def run(self) -> Path:
-        from ablations.outputs.export import write_outputs_at
+        from ablations.results.write import write_results_at
 
-        return write_outputs_at(Path(self.out_dir))  # the campaign loaded once, here
+        return write_results_at(Path(self.out_dir))  # the campaign loaded once, here
 
     def dump(self, result: Path) -> str:
         return str(result)

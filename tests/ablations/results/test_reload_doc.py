@@ -20,11 +20,11 @@ import pandas as pd
 import pytest
 import torch
 
-from ablations.outputs.export import RUN_COLUMNS, _flat
-from ablations.outputs.ledger import LEDGER_URL
-from ablations.outputs.manifest import FileEntry, Manifest, ManifestRun
-from ablations.outputs.reload_doc import reload_markdown
 from ablations.plan.model import Plan, parse_plan
+from ablations.results.ledger import LEDGER_URL
+from ablations.results.manifest import FileEntry, Manifest, ManifestRun
+from ablations.results.reload_doc import reload_markdown
+from ablations.results.write import RUN_COLUMNS, _flat
 from ablations.training.driver import seed_everything
 from ablations.verify.folder import DEFAULT_TOLERANCE
 from ablations.workload import load_workload

@@ -49,8 +49,12 @@ from ablations.names import (
     REPORT_HTML,
     RUNS_CSV,
 )
-from ablations.outputs.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_runs
-from ablations.outputs.manifest import (
+from ablations.records import Rejection, RunRecord
+from ablations.report.build import build_report
+from ablations.report.decision import decision_reached
+from ablations.report.from_folder import manifest_inputs
+from ablations.results.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_runs
+from ablations.results.manifest import (
     MANIFEST_FORMAT,
     BudgetSummary,
     CheckpointStoreRef,
@@ -61,11 +65,7 @@ from ablations.outputs.manifest import (
     ManifestRun,
     VerifySettings,
 )
-from ablations.outputs.reload_doc import reload_markdown
-from ablations.records import Rejection, RunRecord
-from ablations.report.build import build_report
-from ablations.report.decision import decision_reached
-from ablations.report.from_folder import manifest_inputs
+from ablations.results.reload_doc import reload_markdown
 from ablations.units import utc
 
 STATE_FILES = (
@@ -239,13 +239,13 @@ def _rejection(fields: dict[str, Any] | None) -> str | None:
     return None if not fields else Rejection.model_validate(fields).message
 
 
-def write_outputs_at(out_dir: Path) -> Path:
+def write_results_at(out_dir: Path) -> Path:
     """The results step in a process of its own (a slot's worker): the campaign is loaded
-    once here, then `write_outputs`."""
-    return write_outputs(Campaign.load(out_dir))
+    once here, then `write_results`."""
+    return write_results(Campaign.load(out_dir))
 
 
-def write_outputs(campaign: Campaign) -> Path:
+def write_results(campaign: Campaign) -> Path:
     """The results step: the ledger, runs.csv, the report, RELOAD.md and manifest.json, from
     the completion records (read once); return the manifest's path."""
     import pandas as pd

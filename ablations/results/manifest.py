@@ -1,4 +1,5 @@
-"""manifest.json as a typed model: what export writes and report, verify and `ablate run` read.
+"""manifest.json as a typed model: what the results step writes and report, verify and
+`ablate run` read.
 
     manifest = read_manifest(Path("DIR"))    # a `Manifest`; read once while the file is unchanged
     manifest.runs[0].status, manifest.gate.decision, manifest.files

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ablations.outputs.export import RUN_COLUMNS, _flat
+from ablations.results.write import RUN_COLUMNS, _flat
 
 
 def test_a_row_carries_iso_utc_times_beside_the_epoch_floats() -> None:
