@@ -22,8 +22,8 @@ from ablations.campaign.lock import hold_folder
 from ablations.campaign.state import existing_registration
 from ablations.cli.arguments import module_name, positive_seconds
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
-from ablations.errors import CampaignInterrupted, InputError, PlanError, Problem
-from ablations.plan.io import load_plan, workload_module_problem
+from ablations.errors import CampaignInterrupted, InputError, PlanError
+from ablations.plan.io import load_plan, workload_problems
 from ablations.plan.model import Plan
 from ablations.preemption import TERMINATE, listen_for_sigterm
 from ablations.results.manifest import Manifest
@@ -119,9 +119,9 @@ def run_command(args: argparse.Namespace) -> int:
     # Bad input exits 2 here, before any work starts. A local campaign's workload is
     # imported (and so checked) in its slot workers below: this process never loads torch.
     plan = load_plan(args.plan, check_workload=not local)
-    missing = workload_module_problem(plan.workload.entry)
-    if missing is not None:
-        raise PlanError([missing], str(args.plan))
+    missing = workload_problems(plan.workload.named_imports, import_them=False)
+    if missing:
+        raise PlanError(missing, str(args.plan))
     out_dir = (args.out or Path("runs") / plan.campaign.id).resolve()
     existing_registration(plan, out_dir)  # a conflicting folder is refused before Prefect starts
     pool: PoolExecutor | None = None
@@ -204,7 +204,7 @@ def _executor(
         opened.append(executor)
         problem = executor.workload_problem()
         if problem is not None:
-            raise PlanError([Problem("workload.entry", problem, plan.workload.entry)], source)
+            raise PlanError([problem], source)
         yield executor
 
 

@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -205,35 +206,44 @@ def _expanded_size(
     return total
 
 
-def workload_module_problem(entry: str) -> Problem | None:
-    """Why the module of `module:attr` cannot be found (without importing it), or None."""
+def workload_module_problem(entry: str, field: str = "workload.entry") -> Problem | None:
+    """Why the module of `module:attr` cannot be found (without importing it), or None.
+    `field` is the plan field that names it, for the message."""
     module_name = entry.partition(":")[0]
     try:
         found = importlib.util.find_spec(module_name)
     except (ImportError, ValueError):
         found = None
     if found is None:
-        return Problem("workload.entry", f"module {module_name!r} cannot be found", entry)
+        return Problem(field, f"module {module_name!r} cannot be found", entry)
     return None
 
 
-def workload_import_problem(entry: str) -> Problem | None:
+def workload_import_problem(entry: str, field: str = "workload.entry") -> Problem | None:
     """Why `module:attr` cannot be imported, or None when it can."""
     module_name, _, attr = entry.partition(":")
-    missing = workload_module_problem(entry)
+    missing = workload_module_problem(entry, field)
     if missing is not None:
         return missing
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # a user's module can fail in any way; report it, do not crash
         return Problem(
-            "workload.entry",
-            f"importing {module_name!r} failed: {type(exc).__name__}: {exc}",
-            entry,
+            field, f"importing {module_name!r} failed: {type(exc).__name__}: {exc}", entry
         )
     if not hasattr(module, attr):
-        return Problem("workload.entry", f"module {module_name!r} has no {attr!r}", entry)
+        return Problem(field, f"module {module_name!r} has no {attr!r}", entry)
     return None
+
+
+def workload_problems(
+    named: Sequence[tuple[str, str]], *, import_them: bool = True
+) -> list[Problem]:
+    """Why each of a workload's `(field, module:attr)` imports fails (`named_imports`): every
+    one is checked, an adapter's user modules included, so a typo is refused before a run
+    starts. Without `import_them` only that each module can be found (nothing is imported)."""
+    check = workload_import_problem if import_them else workload_module_problem
+    return [p for field, entry in named if (p := check(entry, field)) is not None]
 
 
 def load_plan(path: str | Path, *, check_workload: bool = True) -> Plan:
@@ -242,7 +252,7 @@ def load_plan(path: str | Path, *, check_workload: bool = True) -> Plan:
     source = str(path)
     plan = parse_plan(parse_yaml(read_plan_text(path), source), source)
     if check_workload:
-        problem = workload_import_problem(plan.workload.entry)
-        if problem is not None:
-            raise PlanError([problem], source)
+        problems = workload_problems(plan.workload.named_imports)
+        if problems:
+            raise PlanError(problems, source)
     return plan

@@ -170,15 +170,24 @@ class WorkloadSection(Section):
     _finite = field_validator("params")(_finite_params)
 
     @property
-    def imported(self) -> list[str]:
-        """Every `module:attribute` a run imports: the entry and what an adapter names (a
-        server's allow-list must cover each: an allowed adapter imports the user's modules)."""
-        named = [self.entry]
+    def named_imports(self) -> list[tuple[str, str]]:
+        """Every `module:attribute` a run imports, with the plan field that names it: the
+        entry and what an adapter names (each is checked before a run starts)."""
+        named = [("workload.entry", self.entry)]
         if self.lightning is not None:
-            named += [self.lightning.module, self.lightning.data]
+            named += [
+                ("workload.lightning.module", self.lightning.module),
+                ("workload.lightning.data", self.lightning.data),
+            ]
         if self.hf_trainer is not None:
-            named.append(self.hf_trainer)
+            named.append(("workload.hf_trainer", self.hf_trainer))
         return named
+
+    @property
+    def imported(self) -> list[str]:
+        """Every `module:attribute` a run imports (a server's allow-list must cover each: an
+        allowed adapter imports the user's modules)."""
+        return [entry for _, entry in self.named_imports]
 
     @model_validator(mode="before")
     @classmethod

@@ -152,13 +152,13 @@ def run_probe(
 
     started = time.perf_counter()
     digest = plan_hash(plan)
-    worker = SlotWorker(slot, Warmup(workload_entry=plan.workload.entry))
+    worker = SlotWorker(slot, Warmup(workload_imports=tuple(plan.workload.named_imports)))
     points: list[ProbePoint] = []
     device_name = slot.device
     try:
         problem = worker.workload_problem()
         if problem is not None:
-            raise WorkloadError(f"workload {plan.workload.entry!r} does not import: {problem}")
+            raise WorkloadError(f"the workload does not import: {problem}")
         for variant in chosen:
             spec = RunSpec(
                 run_id=f"probe-{variant.name}",

@@ -15,6 +15,7 @@ from pathlib import Path
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import CampaignFolder
+from ablations.errors import Problem
 from ablations.plan.model import Plan
 from ablations.preflight.across import preflight_across
 from ablations.probe.sweep import peak_for_slots
@@ -39,7 +40,7 @@ def warmup_for(plan: Plan, out_dir: Path) -> Warmup:
     check = plan.stop_rules.restart.enabled and not plan.checkpoint.store.startswith("memory://")
     known = CampaignFolder(out_dir).preflight()
     return Warmup(
-        workload_entry=plan.workload.entry,
+        workload_imports=tuple(plan.workload.named_imports),
         restart_check=check and not (known is not None and known.passed),
         results=True,
         on_terminate=plan.checkpoint.on_terminate,
@@ -96,7 +97,7 @@ class LocalSlots:
         leased: every run has returned its slot."""
         return self.leases.slots[0].do(ResultsJob(str(campaign.out_dir)))
 
-    def workload_problem(self) -> str | None:
+    def workload_problem(self) -> Problem | None:
         """Why the plan's workload cannot be imported, as the first worker found at start."""
         return self.leases.slots[0].workload_problem()
 

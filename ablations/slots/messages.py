@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from ablations.errors import InfrastructureError, WorkloadError
+from ablations.errors import InfrastructureError, Problem, WorkloadError
 from ablations.records import FailureCause
 
 if TYPE_CHECKING:
@@ -32,8 +32,8 @@ R = TypeVar("R")
 class Ready:
     """The worker's first message: pinned to its device, torch imported."""
 
-    workload_problem: str | None
-    """Why the warm-up's workload module does not import there, or None."""
+    workload_problem: Problem | None
+    """Why one of the warm-up's workload imports fails there (naming its plan field), or None."""
 
 
 class Job(ABC, Generic[R]):

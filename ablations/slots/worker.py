@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
+from ablations.errors import Problem
 from ablations.preemption import TERMINATE, listen_for_sigterm
 from ablations.records import RunSpec
 from ablations.slots.devices import SlotSpec
@@ -44,8 +45,9 @@ _POLL_SECONDS = 0.5
 class Warmup:
     """What the campaign's slots prepare while it starts up, before their first job."""
 
-    workload_entry: str | None = None
-    """The workload's `module:Class`: its module is imported at start, not in the first run."""
+    workload_imports: tuple[tuple[str, str], ...] = ()
+    """The workload's `(field, module:attr)` imports (`WorkloadSection.named_imports`): they
+    are imported at start, not in the first run, and a failure is reported as bad input."""
     restart_check: bool = False
     """The preflight's restart check is still to run (a single slot then starts a spare)."""
     results: bool = False
@@ -62,7 +64,7 @@ def _serve(
     conn: Connection,
     visible_devices: str,
     cpu_threads: int,
-    workload_entry: str | None,
+    workload_imports: tuple[tuple[str, str], ...],
     results: bool,
     parent_pid: int,
     signal_on_parent_death: bool,
@@ -79,7 +81,7 @@ def _serve(
     if signal_on_parent_death:
         die_with_parent(signal.SIGKILL)
     exit_when_parent_goes(conn, parent_pid)
-    conn.send(Ready(prepare_torch_process(visible_devices, cpu_threads, workload_entry)))
+    conn.send(Ready(prepare_torch_process(visible_devices, cpu_threads, workload_imports)))
     preload_for_training()
     if results:
         preload = functools.partial(importlib.import_module, "ablations.results.write")
@@ -123,7 +125,7 @@ class SlotWorker:
         self._conn: Connection | None = None
         self._lock = threading.Lock()
         self._warmed: bool = False
-        self._workload_problem: str | None = None
+        self._workload_problem: Problem | None = None
         self.restarts = 0
 
     def start(self) -> None:
@@ -143,7 +145,7 @@ class SlotWorker:
                 child,
                 self.slot.visible_devices,
                 self.slot.cpu_threads,
-                self.warmup.workload_entry,
+                self.warmup.workload_imports,
                 self.warmup.results,
                 os.getpid(),
                 threading.current_thread() is threading.main_thread(),
@@ -162,7 +164,7 @@ class SlotWorker:
         """The worker process's id (None before it starts)."""
         return self._process.pid if self._process is not None else None
 
-    def workload_problem(self) -> str | None:
+    def workload_problem(self) -> Problem | None:
         """Wait for the worker's warm-up; why the workload does not import there, or None."""
         with self._lock:
             if self._process is None:

@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ablations.errors import Problem
 
 
 def prepare_torch_process(
-    visible_devices: str, cpu_threads: int, workload_entry: str | None
-) -> str | None:
-    """Pin `CUDA_VISIBLE_DEVICES` before torch loads, set the threads, import the workload.
+    visible_devices: str, cpu_threads: int, workload_imports: Sequence[tuple[str, str]]
+) -> Problem | None:
+    """Pin `CUDA_VISIBLE_DEVICES` before torch loads, set the threads, import the workload
+    (each `(field, module:attr)` of `WorkloadSection.named_imports`).
 
-    Returns why the workload does not import (the campaign reports it as bad input), or
+    Returns why the first of them does not import (the campaign reports it as bad input), or
     None: the campaign process itself never imports the workload or torch."""
     os.environ["CUDA_VISIBLE_DEVICES"] = visible_devices  # before torch is imported
     import torch
@@ -23,12 +29,12 @@ def prepare_torch_process(
     # The slot's thread count: it splits the cores between slots, and CPU reductions give
     # other last bits under another count (the restart check compares exactly).
     torch.set_num_threads(cpu_threads)
-    if not workload_entry:
+    if not workload_imports:
         return None
-    from ablations.plan.io import workload_import_problem
+    from ablations.plan.io import workload_problems
 
-    problem = workload_import_problem(workload_entry)
-    return None if problem is None else problem.message
+    problems = workload_problems(workload_imports)
+    return problems[0] if problems else None
 
 
 def preload_for_training() -> None:

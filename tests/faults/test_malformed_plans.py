@@ -46,6 +46,36 @@ def _drop(data: dict[str, Any], path: str) -> dict[str, Any]:
     return data
 
 
+def _adapter(field: str, value: Any) -> dict[str, Any]:
+    """The demo plan with an adapter's field in place of the built-in entry."""
+    return _set(_drop(DEMO, "workload.entry"), f"workload.{field}", value)
+
+
+DIGITS = "ablations.workloads.digits:DigitsWorkload"
+# An adapter's user modules are imported (and so checked) before any run, like an entry.
+ADAPTERS: list[tuple[str, Any, str]] = [
+    (
+        "hf-trainer-missing-function",
+        _adapter("hf_trainer", "ablations.workloads.digits:nope"),
+        "workload.hf_trainer: module 'ablations.workloads.digits' has no 'nope'",
+    ),
+    (
+        "hf-trainer-missing-module",
+        _adapter("hf_trainer", "no_such_mod:make"),
+        "workload.hf_trainer: module 'no_such_mod' cannot be found",
+    ),
+    (
+        "lightning-missing-module",
+        _adapter("lightning", {"module": "no_such_mod:Net", "data": DIGITS}),
+        "workload.lightning.module: module 'no_such_mod' cannot be found",
+    ),
+    (
+        "lightning-data-missing-class",
+        _adapter("lightning", {"module": DIGITS, "data": "ablations.workloads.digits:Nope"}),
+        "workload.lightning.data: module 'ablations.workloads.digits' has no 'Nope'",
+    ),
+]
+
 # (case id, plan data or raw text, a field path the message must name)
 HAND_WRITTEN: list[tuple[str, Any, str]] = [
     ("seeds-duplicate", _set(DEMO, "seeds", [1, 1]), "seeds"),
@@ -86,6 +116,7 @@ HAND_WRITTEN: list[tuple[str, Any, str]] = [
     ("not-a-mapping", "- just\n- a list\n", "<plan>"),
     ("bad-yaml", "campaign: {id: [unclosed\n", "<plan>"),
     ("duplicate-key", "seeds: [0]\nseeds: [1]\n", "seeds"),
+    *ADAPTERS,
 ]
 
 
@@ -130,6 +161,17 @@ def test_hand_written_malformed_plans_are_refused(
     _assert_refused(code, captured.err, captured.out, field)
     assert not out_dir.exists()  # nothing written, not even the folder
     assert list(in_empty_cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "field"), [c[1:] for c in ADAPTERS], ids=[c[0] for c in ADAPTERS]
+)
+def test_an_adapter_that_does_not_import_is_refused_before_probing(
+    content: Any, field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["probe", str(_write(tmp_path, content))])
+    captured = capsys.readouterr()
+    _assert_refused(code, captured.err, captured.out, field)
 
 
 # Generated: a value of the wrong kind at a known field path.

@@ -74,8 +74,9 @@ def test_a_continuation_that_cannot_run_is_a_failed_reload(tmp_path: Path) -> No
 
 
 def test_a_worker_reports_a_workload_that_does_not_import() -> None:
-    with _worker(Warmup("ablations.workloads.digits:NoSuchWorkload")) as worker:
+    bad = ("workload.entry", "ablations.workloads.digits:NoSuchWorkload")
+    with _worker(Warmup((bad,))) as worker:
         problem = worker.workload_problem()
-    assert problem is not None and "has no 'NoSuchWorkload'" in problem
-    with _worker(Warmup(DIGITS)) as worker:
+    assert problem is not None and "has no 'NoSuchWorkload'" in problem.message
+    with _worker(Warmup((("workload.entry", DIGITS),))) as worker:
         assert worker.workload_problem() is None

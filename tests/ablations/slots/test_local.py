@@ -13,9 +13,11 @@ from tests.ablations.checkpoint.conftest import make_spec
 CPU = SlotSpec(name="cpu#0", device="cpu", cpu_threads=1)
 DIGITS = "ablations.workloads.digits:DigitsWorkload"
 
+IMPORTS = (("workload.entry", DIGITS),)
+
 
 def test_one_slot_borrows_a_spare_that_is_closed_after_the_check(tmp_path: Path) -> None:
-    with LocalSlots.open([CPU], Warmup(DIGITS, restart_check=True)) as executor:
+    with LocalSlots.open([CPU], Warmup(IMPORTS, restart_check=True)) as executor:
         slot_pid = executor.leases.slots[0].pid
         with executor.other_process() as spare:
             spare_pid = spare.pid
@@ -27,7 +29,7 @@ def test_one_slot_borrows_a_spare_that_is_closed_after_the_check(tmp_path: Path)
 
 def test_runs_preflight_and_results_go_through_the_started_workers(tmp_path: Path) -> None:
     spec = make_spec(f"file://{tmp_path}/ckpt")
-    with LocalSlots.open([CPU], Warmup(DIGITS)) as executor:
+    with LocalSlots.open([CPU], Warmup(IMPORTS)) as executor:
         assert executor.slots == [CPU]
         pid = executor.leases.slots[0].pid
         record = executor.run(spec)

@@ -41,7 +41,11 @@ SPEC = make_spec("memory://messages")
     "message",
     [
         Ready(workload_problem=None),
-        Ready(workload_problem="No module named 'mywork'"),
+        Ready(
+            workload_problem=Problem(
+                "workload.hf_trainer", "module 'mywork' cannot be found", "mywork:make"
+            )
+        ),
         RunJob(SPEC),
         PreflightJob(SPEC, {"train": 1797}),
         PreflightStartJob(SPEC, None),

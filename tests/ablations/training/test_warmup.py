@@ -23,16 +23,15 @@ def restore_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("entry", [None, ""])
-def test_without_a_workload_it_pins_the_device_and_threads_only(entry: str | None) -> None:
+def test_without_a_workload_it_pins_the_device_and_threads_only() -> None:
     wanted = 1 if torch.get_num_threads() != 1 else 2
-    assert prepare_torch_process("3", wanted, entry) is None
+    assert prepare_torch_process("3", wanted, ()) is None
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "3"
     assert torch.get_num_threads() == wanted
 
 
 def test_a_workload_that_imports_is_no_problem() -> None:
-    assert prepare_torch_process("", 1, DIGITS) is None
+    assert prepare_torch_process("", 1, [("workload.entry", DIGITS)]) is None
 
 
 @pytest.mark.parametrize(
@@ -43,8 +42,9 @@ def test_a_workload_that_imports_is_no_problem() -> None:
     ],
 )
 def test_a_workload_that_does_not_import_is_named_not_raised(entry: str, named: str) -> None:
-    problem = prepare_torch_process("0", 1, entry)
-    assert problem is not None and named in problem
+    problem = prepare_torch_process("0", 1, [("workload.entry", DIGITS), ("workload.x", entry)])
+    assert problem is not None and named in problem.message
+    assert (problem.path, problem.value) == ("workload.x", entry)  # the field that names it
 
 
 def test_preloading_imports_what_the_first_optimizer_would() -> None:
