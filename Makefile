@@ -11,7 +11,7 @@ OUT    ?= demo-out
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 export DO_NOT_TRACK=1
 
-.PHONY: venv demo test check lint typecheck clean
+.PHONY: venv demo test check lint typecheck durations clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,14 +41,25 @@ typecheck: venv
 
 # Two pytest processes, one test file each at a time: most tests wait on subprocesses (slot
 # workers, a Prefect server), so two share two cores well; a file's fixtures stay in one.
-PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile
+# Files are handed out longest first (tests/durations.json, see tests/conftest.py).
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
-test: lint typecheck
-	$(PYTEST)
+# mypy runs beside the tests (one process; the tests leave a core idle at times), its
+# report printed after theirs; either failing fails the target.
+WITH_TYPES = $(BIN)/mypy > .mypy.log 2>&1 & types=$$!; $(1); tests=$$?; \
+	wait $$types; typed=$$?; cat .mypy.log; test $$tests -eq 0 -a $$typed -eq 0
+
+test: lint
+	$(call WITH_TYPES,$(PYTEST))
+
+# Re-measure the seconds per test file that order the test run.
+durations: venv
+	$(PYTEST) -p no:cacheprovider --junitxml=.durations.xml || true
+	$(BIN)/python bench/test_durations.py .durations.xml
 
 # The development loop: lint, types and every test not marked slow (no end-to-end campaigns).
-check: lint typecheck
-	$(PYTEST) -m 'not slow'
+check: lint
+	$(call WITH_TYPES,$(PYTEST) -m 'not slow')
 
 clean:
-	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache .mypy.log .durations.xml
