@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import copy
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,8 +17,35 @@ from typing import Any
 
 import yaml
 
+from flows.local_server import TemporaryServer
 from tests.conftest import ROOT
 from tests.flows.conftest import TINY_PLAN
+
+_SHARED_API: list[str] = []
+
+
+def shared_api_url() -> str:
+    """One Prefect server for every campaign this test process starts, with its own home.
+
+    Each `ablate run` would otherwise start a temporary server of its own: 4 s and as many
+    CPU-seconds, some forty times in the suite. The campaigns are killed and rerun freely
+    around it (it is not in their process group); nothing of the campaign's state lives on
+    the server, so a rerun resumes from its folder as under its own server. Tests of the
+    temporary server itself (`test_die_together`, the flows' output-folder test) keep it."""
+    if not _SHARED_API:
+        home = tempfile.mkdtemp(prefix="ablate-test-prefect-")
+        atexit.register(shutil.rmtree, home, ignore_errors=True)  # after the server stops
+        before = os.environ.get("PREFECT_HOME")
+        os.environ["PREFECT_HOME"] = home  # the server's database goes there
+        try:
+            server = TemporaryServer()
+            _SHARED_API.append(server.wait_ready(90))
+        finally:
+            if before is None:
+                del os.environ["PREFECT_HOME"]
+            else:
+                os.environ["PREFECT_HOME"] = before
+    return _SHARED_API[0]
 
 
 def fault_plan(**changes: Any) -> dict[str, Any]:
@@ -31,10 +61,16 @@ def fault_plan(**changes: Any) -> dict[str, Any]:
 
 
 class Campaign:
-    """One campaign folder: `cwd/plan.yaml`, `cwd/out`, store `cwd/out/ckpt`, own PREFECT_HOME."""
+    """One campaign folder: `cwd/plan.yaml`, `cwd/out`, store `cwd/out/ckpt`, own PREFECT_HOME.
 
-    def __init__(self, cwd: Path, plan: dict[str, Any], prefect_home: Path) -> None:
+    Its `ablate run`s talk to this test process's shared Prefect server (`shared_api_url`);
+    with `own_server` each starts its temporary server, as a user's does."""
+
+    def __init__(
+        self, cwd: Path, plan: dict[str, Any], prefect_home: Path, *, own_server: bool = False
+    ) -> None:
         self.cwd = cwd
+        self.own_server = own_server
         cwd.mkdir(parents=True, exist_ok=True)
         self.plan = cwd / "plan.yaml"
         self.plan.write_text(yaml.safe_dump(plan, sort_keys=False))
@@ -45,7 +81,9 @@ class Campaign:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = dict(os.environ)
-        env.pop("PREFECT_API_URL", None)  # ephemeral mode, as a user runs it
+        env.pop("PREFECT_API_URL", None)  # own server: ephemeral mode, as a user runs it
+        if not self.own_server:
+            env["PREFECT_API_URL"] = shared_api_url()
         env["PREFECT_HOME"] = str(self.prefect_home)
         env["PYTHONPATH"] = str(ROOT)  # the fault workload, importable from any cwd
         env["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "90"

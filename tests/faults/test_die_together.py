@@ -46,7 +46,7 @@ def _store(campaign: Campaign) -> dict[str, int]:
 def test_killing_only_the_campaign_process_takes_its_workers_and_server_along(
     tmp_path: Path,
 ) -> None:
-    campaign = Campaign(tmp_path / "c", fault_plan(), tmp_path / "prefect-home")
+    campaign = Campaign(tmp_path / "c", fault_plan(), tmp_path / "prefect-home", own_server=True)
     marker, go = tmp_path / "paused", tmp_path / "go"
     process = campaign.start(**{PAUSE: f"30:{marker}:{go}"})
     deadline = time.monotonic() + 240

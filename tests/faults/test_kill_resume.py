@@ -28,7 +28,7 @@ def _manifest(campaign: Campaign) -> dict[str, dict[str, object]]:
 
 def test_four_kills_then_the_same_results_as_an_uninterrupted_campaign(tmp_path: Path) -> None:
     home = tmp_path / "prefect-home"  # shared: the database is created once
-    plan = fault_plan(gate={"mode": "auto", "timeout_minutes": 0.25})
+    plan = fault_plan(gate={"mode": "auto", "timeout_minutes": 0.1})
     reference = Campaign(tmp_path / "reference", plan, home)
     result = reference.run()
     assert result.returncode == 0, result.stdout + result.stderr

@@ -43,7 +43,7 @@ def test_s3_outage_mid_run_is_retried_and_no_credential_leaks(tmp_path: Path) ->
         },
         resources={"devices": 1},  # one slot: nothing else starts while the store is down
     )
-    campaign = Campaign(tmp_path / "c", plan, tmp_path / "prefect-home")
+    campaign = Campaign(tmp_path / "c", plan, tmp_path / "prefect-home", own_server=True)
     paused, go = tmp_path / "paused", tmp_path / "go"
     credentials = {
         "AWS_ACCESS_KEY_ID": KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET,
