@@ -30,7 +30,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections import deque
 from collections.abc import Mapping
@@ -43,6 +42,7 @@ from ablations.byo.session import Session
 from ablations.errors import WorkloadError
 from ablations.plan.sections import PLACEHOLDER, ParamValue, shown
 from ablations.records import RunSpec
+from ablations.scratch import scratch_folder
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class CommandWorkload:
         if not spec.command:
             raise WorkloadError(f"run {spec.run_id} has no command")
         argv = command_line(spec.command, spec.params)
-        with tempfile.TemporaryDirectory(prefix=f"ablate-{spec.run_id[:40]}-") as scratch:
+        with scratch_folder(f"{spec.run_id[:40]}-") as scratch:
             checkpoint, resume = Path(scratch, "checkpoint"), Path(scratch, "resume")
             checkpoint.mkdir()
             step = session.restore(resume)

@@ -27,7 +27,6 @@ joins the Trainer's loop to the run's `Session`:
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,6 +39,7 @@ from ablations.byo import load_attribute
 from ablations.byo.session import LOSS_SYNC_STEPS, Session
 from ablations.errors import WorkloadError
 from ablations.records import RunSpec
+from ablations.scratch import scratch_folder
 
 BOOKKEEPING = {"eval_runtime", "eval_samples_per_second", "eval_steps_per_second", "epoch"}
 """What `on_evaluate`'s metrics carry besides metrics: not kept as the step's evaluation."""
@@ -174,7 +174,7 @@ class TrainerWorkload:
                 "the Trainer would spread over every visible card: run it in a slot, which "
                 "shows it one (CUDA_VISIBLE_DEVICES)"
             )
-        with tempfile.TemporaryDirectory(prefix=f"ablate-{spec.run_id[:40]}-") as scratch:
+        with scratch_folder(f"{spec.run_id[:40]}-") as scratch:
             restored = Path(scratch, "resume")
             step = session.restore(restored)
             owned = owned_arguments(spec, Path(scratch, "output"))

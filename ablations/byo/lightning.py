@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import inspect
 import random
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,6 +38,7 @@ from ablations.byo.session import LOSS_SYNC_STEPS, PREDICTION_COLUMNS, Session
 from ablations.errors import WorkloadError
 from ablations.plan.sections import PLACEHOLDER, LightningSection, ParamValue
 from ablations.records import RunSpec
+from ablations.scratch import scratch_folder
 
 CHECKPOINT = "last.ckpt"
 """The file `trainer.save_checkpoint` writes in the folder committed to the store."""
@@ -240,7 +240,7 @@ class LightningWorkload:
         data = data_class(**accepted(data_class, spec.params))
         device = torch.device(spec.device)
         accumulate = int(extra.get("accumulate_grad_batches", 1))
-        with tempfile.TemporaryDirectory(prefix=f"ablate-{spec.run_id[:40]}-") as scratch:
+        with scratch_folder(f"{spec.run_id[:40]}-") as scratch:
             folder, restored = Path(scratch, "checkpoint"), Path(scratch, "resume")
             folder.mkdir()
             step = session.restore(restored)
@@ -258,7 +258,7 @@ class LightningWorkload:
                 enable_checkpointing=False,  # checkpoints are the session's to ask for
                 enable_progress_bar=False,
                 enable_model_summary=False,
-                default_root_dir=scratch,
+                default_root_dir=str(scratch),
                 **extra,
             )
             ckpt = str(restored / CHECKPOINT) if step else None

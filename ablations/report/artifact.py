@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ablations.names import REPORT, REPORT_HTML
 from ablations.report.md_html import IMAGE
+from ablations.scratch import scratch_folder
 
 if TYPE_CHECKING:
     from ablations.campaign.campaign import Campaign
@@ -129,8 +130,6 @@ def report_artifact(out_dir: Path) -> str:
 def curves_so_far(campaign: Campaign, title: str) -> str | None:
     """The learning curves of the runs finished so far, as markdown with the figure inline
     (the Prefect UI after the pilot and after each look); None before any run has metrics."""
-    import tempfile
-
     from ablations.report.curves import plot_curves
     from ablations.report.inputs import ReportRun
 
@@ -140,8 +139,8 @@ def curves_so_far(campaign: Campaign, title: str) -> str | None:
         for p in campaign.runs
         if p.run_id in records
     ]
-    with tempfile.TemporaryDirectory(prefix="ablate-curves-") as scratch:
-        scratch_png = Path(scratch) / "curves.png"
+    with scratch_folder("curves-") as scratch:
+        scratch_png = scratch / "curves.png"
         drawn = plot_curves(campaign.out_dir, runs, campaign.plan.metric, scratch_png)
         uri = compact_png_uri(drawn) if drawn is not None else None
     if uri is None:

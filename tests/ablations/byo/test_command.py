@@ -13,6 +13,7 @@ from ablations.byo.run import execute
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.plan.sections import COMMAND_ENTRY, CheckpointSection
 from ablations.records import RunSpec
+from ablations.scratch import scratch_root
 
 SCRIPT = Path(__file__).with_name("linear_script.py")
 
@@ -88,3 +89,20 @@ def test_a_crashing_program_fails_with_its_stderr(tmp_path: Path) -> None:
     record = run(spec_for(None, tmp_path, command=["python", str(broken)]))
     assert record.status == "failed" and record.error is not None
     assert "exited with 1: no data at /nowhere" in record.error.message
+
+
+def test_the_programs_folders_are_a_scratch_folder_gone_after_the_run(tmp_path: Path) -> None:
+    """Staged under the per-user scratch root (a killed campaign's folders are removed by the
+    next run, `ablations.scratch`), not a bare temporary folder that a kill -9 leaves."""
+    seen = tmp_path / "seen.txt"
+    program = tmp_path / "where.py"
+    program.write_text(
+        f"import os\nopen({str(seen)!r}, 'w').write(os.environ['ABLATE_CHECKPOINT_DIR'])\n"
+        "raise SystemExit('looked')\n"
+    )
+    store = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 30})
+    record = run(spec_for(store, tmp_path, command=["python", str(program)]))
+    assert record.status == "failed"
+    folder = Path(seen.read_text())
+    assert scratch_root() in folder.parents
+    assert not folder.exists() and not folder.parent.exists()
