@@ -148,8 +148,9 @@ def run_command(args: argparse.Namespace) -> int:
                 server.stop()
             if TERMINATE.requested:  # the slots are closed: every run saved what it could
                 raise CampaignInterrupted(
-                    f"{TERMINATE.reason} received: the running runs committed a checkpoint at "
-                    f"their step; rerun `ablate run {args.plan} --out {out_dir}` to resume them"
+                    f"{TERMINATE.reason} received: every run that was running committed a "
+                    f"checkpoint at its step; rerun `ablate run {args.plan} --out {out_dir}` to "
+                    "go on from there"
                 ) from exc
             raise
 
@@ -205,6 +206,10 @@ def _executor(
         problem = executor.workload_problem()
         if problem is not None:
             raise PlanError([problem], source)
+        # A SIGTERM while the workers started (before one could hold a run) ends it here: the
+        # workers may have died of it before their handler was in place, nothing is running.
+        if TERMINATE.requested:
+            raise CampaignInterrupted(f"{TERMINATE.reason} received while starting")
         yield executor
 
 

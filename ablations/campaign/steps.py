@@ -48,6 +48,8 @@ def preflight_once(campaign: Campaign, executor: Executor) -> PreflightReport:
     known = campaign.preflight()
     if known is not None and known.passed:
         return known
+    if TERMINATE.requested:  # a campaign asked to stop starts nothing new
+        raise CampaignInterrupted(f"preflight not started: {TERMINATE.reason} received")
     plan = campaign.plan
     control = next(r for r in campaign.phase("pilot") if r.variant == CONTROL)
     # The restart check saves under a key of its own attempt: never the real run's, and never

@@ -20,7 +20,7 @@ from ablations.cli.registry import (
     EXIT_OK,
     command,
 )
-from ablations.errors import InfrastructureError, InputError
+from ablations.errors import CampaignInterrupted, InfrastructureError, InputError
 from ablations.plan.io import load_plan
 from ablations.plan.model import Plan, plan_hash
 from ablations.plan.variants import planned_runs, variants
@@ -171,7 +171,10 @@ def os_error_line(exc: OSError) -> str:
 
 
 def infrastructure_line(exc: InfrastructureError) -> str:
-    """One line for a store, ledger or worker failure that stopped a command, and what to do."""
+    """One line for a store, ledger or worker failure that stopped a command, and what to do
+    (a SIGTERM's line already says how to resume: nothing needs fixing)."""
+    if isinstance(exc, CampaignInterrupted):
+        return str(exc)
     return (
         f"{str(exc).rstrip('.')}. The input is fine and finished runs are kept: rerun the same "
         "command to continue once this is fixed"

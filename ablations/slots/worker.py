@@ -165,28 +165,30 @@ class SlotWorker:
         return self._process.pid if self._process is not None else None
 
     def workload_problem(self) -> Problem | None:
-        """Wait for the worker's warm-up; why the workload does not import there, or None."""
+        """Wait for the worker's warm-up; why the workload does not import there, or None.
+        A SIGTERM to this process ends the wait (the caller sees `TERMINATE.requested`)."""
         with self._lock:
             if self._process is None:
                 self._start()
-            self._await_warmup()
+            self._await_warmup(until_terminate=True)
             return self._workload_problem
 
-    def _await_warmup(self) -> None:
+    def _await_warmup(self, *, until_terminate: bool = False) -> None:
         """Read the warm-up report the child sends first (once per process; lock held)."""
         if self._warmed:
             return
-        received, ready = self._receive()
+        received, ready = self._receive(until_terminate=until_terminate)
         if received:  # else it died: the job that follows finds it dead and reports that
             assert isinstance(ready, Ready)
             self._workload_problem, self._warmed = ready.workload_problem, True
 
-    def _receive(self) -> tuple[bool, Any]:
-        """(True, the child's next message), or (False, None) once the child has died."""
+    def _receive(self, *, until_terminate: bool = False) -> tuple[bool, Any]:
+        """(True, the child's next message), or (False, None) once the child has died (or,
+        `until_terminate`, once this process is asked to terminate)."""
         assert self._conn is not None
         try:
             while not self._conn.poll(_POLL_SECONDS):
-                if not self._process.is_alive():
+                if not self._process.is_alive() or (until_terminate and TERMINATE.requested):
                     return False, None
             return True, self._conn.recv()
         except (EOFError, OSError):
@@ -251,7 +253,9 @@ class SlotWorker:
             return
         timeout = 10.0 if wait else 0.0
         if TERMINATE.requested and self.warmup.on_terminate:
-            timeout = TERMINATE.remaining(self.warmup.terminate_grace_seconds)
+            # A worker still warming up holds no run: nothing of it to wait for.
+            grace = TERMINATE.remaining(self.warmup.terminate_grace_seconds)
+            timeout = grace if self._warmed else 0.0
         self._process.join(timeout=timeout)
         if self._process.is_alive():
             self._process.kill()

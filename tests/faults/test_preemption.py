@@ -82,3 +82,31 @@ def test_sigterm_mid_run_commits_its_step_and_the_rerun_is_bitwise_uninterrupted
         if (reference.out / model).exists():
             assert (campaign.out / model).read_bytes() == (reference.out / model).read_bytes()
     assert verify_folder(campaign.out, check_store=False).problems == []
+
+
+def test_sigterm_while_the_workers_start_ends_the_campaign_at_once(tmp_path: Path) -> None:
+    """Before any run: the campaign waits on its workers' warm-up (here a workload module that
+    takes a minute to import). A SIGTERM then ends it in seconds, not after the warm-up or
+    the grace period, and nothing is registered; the workers go with it."""
+    campaign = Campaign(tmp_path / "c", fault_plan(), tmp_path / "prefect-home")
+    marker = tmp_path / "importing"
+    process = campaign.start(ABLATE_FAULT_SLOW_IMPORT=str(marker))
+    _wait_for(lambda: marker.exists() and marker.read_text().endswith("\n"))
+    process.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    assert process.wait(timeout=60) == 1
+    took = time.monotonic() - sent
+    output = log_text(campaign.logs[-1])
+    assert took < 10, (took, output)  # the grace is 30 s, the import 60 s
+    assert "SIGTERM received" in output and "Traceback" not in output, output
+    assert not (campaign.out / "registration.json").exists()
+    for pid in map(int, marker.read_text().split()):
+        assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid), pid
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (Z: a zombie, gone but not yet reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -10,6 +10,8 @@ same plan (same workload entry, same run ids) runs untouched:
   waits until the file GO exists (the test stops and restarts the S3 server meanwhile).
 - `ABLATE_FAULT_LOSE_CURSOR=1`: `load_state_dict` forgets the batch cursor, a state bug the
   restart check must find (preflight fails; without the variable the same folder passes).
+- `ABLATE_FAULT_SLOW_IMPORT=MARKER`: importing this module (a slot worker's warm-up) writes
+  the process id to MARKER (appending a line) and sleeps a minute: a campaign still starting.
 """
 
 from __future__ import annotations
@@ -26,6 +28,12 @@ from tests.ablations.checkpoint.workloads import claim as _claim
 
 SLOW_UPLOAD, PAUSE = "ABLATE_FAULT_SLOW_UPLOAD", "ABLATE_FAULT_PAUSE"
 LOSE_CURSOR = "ABLATE_FAULT_LOSE_CURSOR"
+SLOW_IMPORT = "ABLATE_FAULT_SLOW_IMPORT"
+
+if os.environ.get(SLOW_IMPORT):
+    with open(os.environ[SLOW_IMPORT], "a") as _marker:
+        _marker.write(f"{os.getpid()}\n")
+    time.sleep(60)
 
 
 _put = FsspecStore.put
