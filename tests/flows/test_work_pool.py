@@ -30,6 +30,9 @@ pytestmark = pytest.mark.slow
 
 POOL = "gpus"  # the pool and deployment names in prefect.yaml
 PREFECT = [sys.executable, "-m", "prefect"]
+LEAN = ["--no-services", "--no-ui"]
+"""The API alone: a process pool's runs need no server service (its workers poll the API,
+ablate watches heartbeats in the store), and the services' loops cost CPU all test long."""
 
 
 def _descendants(pid: int) -> list[int]:
@@ -109,7 +112,7 @@ def loopback(tmp_path: Path, s3_endpoint: str) -> Iterator[Loopback]:
     loop = Loopback(tmp_path, env)
     try:
         loop.start(
-            [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port), *LEAN],
             env,
             "server.log",
         )
