@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,17 +12,6 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_PLAN = ROOT / "ablations" / "recipes" / "demo.yaml"
-DURATIONS = Path(__file__).with_name("durations.json")
-"""Seconds per test file, measured (`make durations`): the order files are handed out in."""
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest files first. Under `-n 2 --dist loadfile --no-loadscope-reorder` the
-    workers take files in this order, so the end-to-end campaigns (a minute or two each) run
-    while the many short files fill the other worker, instead of forming the run's tail. A
-    file not yet measured counts as short; a file's own tests keep their order."""
-    seconds: dict[str, float] = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
-    items.sort(key=lambda item: -seconds.get(item.path.relative_to(ROOT).as_posix(), 0.0))
 
 
 @pytest.fixture
