@@ -43,7 +43,7 @@ typecheck: venv
 # workers, a Prefect server), so two share two cores well; a file's fixtures stay in one.
 # xdist hands out the files with most tests first, so the long single-test campaigns come
 # last and rarely overlap: handing those out first (tried) made them contend for the two
-# cores, and the run took 14 min instead of 9.7.
+# cores, and the run took 14 min instead of 12 (before the fault suite shared its server).
 PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # mypy runs beside the tests (one process; the tests leave a core idle at times), its
