@@ -38,6 +38,7 @@ def _campaign(**parameters: Any) -> Any:
     return ablation_campaign(**parameters)
 
 
+@pytest.mark.slow  # an end-to-end subprocess or worker start: make test, not make check
 def test_an_out_dir_outside_the_roots_is_refused_and_never_created(
     prefect_server: None, served: Path, tmp_path: Path, tiny_plan: dict[str, Any]
 ) -> None:

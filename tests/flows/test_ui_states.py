@@ -41,6 +41,7 @@ def _logs(flow_run_id: UUID, at_least: int) -> list[Any]:
     return logs
 
 
+@pytest.mark.slow  # an end-to-end subprocess or worker start: make test, not make check
 def test_stopped_and_rejected_runs_are_not_completed_yet_the_flow_reads_them(
     prefect_server: None,
 ) -> None:

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from ablations.checkpoint import open_store
 from ablations.preflight.across import preflight_across
 from ablations.preflight.verdict import check_spec
@@ -17,6 +19,8 @@ from tests.ablations.checkpoint.conftest import make_spec
 
 CPU = SlotSpec(name="cpu#0", device="cpu", cpu_threads=1)
 DIGITS = "ablations.workloads.digits:DigitsWorkload"
+
+pytestmark = pytest.mark.slow  # each test starts slot workers: make test, not make check
 
 
 @contextmanager

@@ -12,6 +12,7 @@ from ablations.preflight.restart_check import restart_check
 from tests.ablations.checkpoint.conftest import make_spec
 
 
+@pytest.mark.slow  # an end-to-end subprocess or worker start: make test, not make check
 @pytest.mark.parametrize("store", ["file", "memory"])
 def test_digits_restarts_exactly(tmp_path: Path, store: str) -> None:
     url = f"file://{tmp_path}/ckpt" if store == "file" else f"memory://restart-{tmp_path.name}"

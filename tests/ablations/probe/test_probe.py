@@ -37,6 +37,7 @@ def probe_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]
     return out
 
 
+@pytest.mark.slow  # an end-to-end subprocess or worker start: make test, not make check
 def test_probe_reports_every_point_with_peak_memory(
     demo_data: dict[str, Any],
     write_plan: Callable[[Any], Path],

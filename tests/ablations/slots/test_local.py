@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ablations.slots.devices import SlotSpec
 from ablations.slots.local import LocalSlots
 from ablations.slots.worker import Warmup
@@ -16,6 +18,7 @@ DIGITS = "ablations.workloads.digits:DigitsWorkload"
 IMPORTS = (("workload.entry", DIGITS),)
 
 
+@pytest.mark.slow  # an end-to-end subprocess or worker start: make test, not make check
 def test_one_slot_borrows_a_spare_that_is_closed_after_the_check(tmp_path: Path) -> None:
     with LocalSlots.open([CPU], Warmup(IMPORTS, restart_check=True)) as executor:
         slot_pid = executor.leases.slots[0].pid
@@ -27,6 +30,7 @@ def test_one_slot_borrows_a_spare_that_is_closed_after_the_check(tmp_path: Path)
             assert fallback is not executor.leases.slots[0]
 
 
+@pytest.mark.slow  # an end-to-end subprocess or worker start: make test, not make check
 def test_runs_preflight_and_results_go_through_the_started_workers(tmp_path: Path) -> None:
     spec = make_spec(f"file://{tmp_path}/ckpt")
     with LocalSlots.open([CPU], Warmup(IMPORTS)) as executor:
