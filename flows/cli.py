@@ -23,7 +23,7 @@ from ablations.campaign.state import existing_registration
 from ablations.cli.arguments import module_name, positive_seconds
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import CampaignInterrupted, InputError, PlanError
-from ablations.plan.io import load_plan, workload_problems
+from ablations.plan.io import load_plan
 from ablations.plan.model import Plan
 from ablations.preemption import TERMINATE, listen_for_sigterm
 from ablations.results.manifest import Manifest
@@ -118,10 +118,7 @@ def run_command(args: argparse.Namespace) -> int:
     local = args.pool is None
     # Bad input exits 2 here, before any work starts. A local campaign's workload is
     # imported (and so checked) in its slot workers below: this process never loads torch.
-    plan = load_plan(args.plan, check_workload=not local)
-    missing = workload_problems(plan.workload.named_imports, import_them=False)
-    if missing:
-        raise PlanError(missing, str(args.plan))
+    plan = load_plan(args.plan, workload="find" if local else "import")
     out_dir = (args.out or Path("runs") / plan.campaign.id).resolve()
     existing_registration(plan, out_dir)  # a conflicting folder is refused before Prefect starts
     pool: PoolExecutor | None = None

@@ -49,7 +49,7 @@ def _probe(args: argparse.Namespace) -> int:
     from ablations.probe import sweep as probe
     from ablations.slots.devices import plan_slots
 
-    plan = load_plan(args.plan)
+    plan = load_plan(args.plan, workload="find")  # the probe's worker imports it, exit 2 there
     every = variants(plan)
     chosen = every
     if args.variants is not None:

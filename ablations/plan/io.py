@@ -8,7 +8,7 @@ import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -206,6 +206,10 @@ def _expanded_size(
     return total
 
 
+WorkloadCheck = Literal["import", "find", "skip"]
+"""How `load_plan` checks the modules a workload names."""
+
+
 def workload_module_problem(entry: str, field: str = "workload.entry") -> Problem | None:
     """Why the module of `module:attr` cannot be found (without importing it), or None.
     `field` is the plan field that names it, for the message."""
@@ -246,13 +250,16 @@ def workload_problems(
     return [p for field, entry in named if (p := check(entry, field)) is not None]
 
 
-def load_plan(path: str | Path, *, check_workload: bool = True) -> Plan:
-    """Read, validate and (optionally) check that the plan's workload imports."""
+def load_plan(path: str | Path, *, workload: WorkloadCheck = "import") -> Plan:
+    """Read and validate the plan, then check every module its workload names: `import`
+    them (validate, plan), only `find` them (a command whose slot workers import them anyway:
+    this process stays free of torch and the user's libraries), or `skip` the check (a
+    finished folder read on a machine without the workload)."""
     path = Path(path)
     source = str(path)
     plan = parse_plan(parse_yaml(read_plan_text(path), source), source)
-    if check_workload:
-        problems = workload_problems(plan.workload.named_imports)
+    if workload != "skip":
+        problems = workload_problems(plan.workload.named_imports, import_them=workload == "import")
         if problems:
             raise PlanError(problems, source)
     return plan

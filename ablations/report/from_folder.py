@@ -55,7 +55,7 @@ def report_inputs(out_dir: Path) -> ReportInputs:
     plan_path = out_dir / PLAN
     if not plan_path.exists():
         raise ReportError(f"{plan_path} does not exist; the registered plan is needed")
-    plan = load_plan(plan_path, check_workload=False)
+    plan = load_plan(plan_path, workload="skip")
     gate = manifest.gate
     # A gate written without its `source` (older folders) names nobody, not the default.
     source = gate.source if gate and "source" in gate.model_fields_set else None

@@ -97,7 +97,7 @@ def test_run_specs_place_the_store_in_the_campaign_folder(tmp_path: Path) -> Non
     from ablations.plan.variants import planned_runs
     from tests.conftest import ROOT
 
-    plan = load_plan(ROOT / "ablations" / "recipes" / "demo.yaml", check_workload=False)
+    plan = load_plan(ROOT / "ablations" / "recipes" / "demo.yaml", workload="skip")
     out = tmp_path / "out"
     registration = Registration(
         campaign_id=plan.campaign.id,
