@@ -148,7 +148,9 @@ class Liveness:
             self.started = running
             self.beat, self.progress, self.beat_at, self.progress_at = beat, progress, now, now
             return ""
-        if beat != self.beat:
+        # A beat that could not be read (None: mid-write, or gone) is no news: it neither
+        # counts as a fresh heartbeat nor makes the last one's host unknown.
+        if beat is not None and beat != self.beat:
             self.beat, self.beat_at = beat, now
         if progress != self.progress:
             self.progress, self.progress_at = progress, now

@@ -223,6 +223,20 @@ def test_a_heartbeat_without_progress_does_not_keep_an_attempt_alive() -> None:
     assert "no heartbeat for 60 s" in liveness.observe(3100, True, "beat 2995", 9)
 
 
+def test_an_unreadable_beat_is_neither_a_fresh_heartbeat_nor_forgets_the_host() -> None:
+    liveness = Liveness(heartbeat_timeout_s=60, progress_timeout_s=600)
+    assert liveness.observe(0, running=True, beat='{"host": "gpu-1"}', progress=None) == ""
+    for second in range(5, 60, 5):  # read mid-write: every other beat cannot be parsed
+        beat = None if second % 10 else f'{{"host": "gpu-1", "beat": {second}}}'
+        assert liveness.observe(second, True, beat, progress=second) == ""
+        assert liveness.beat is not None and "gpu-1" in liveness.beat
+    for second in range(60, 200, 5):  # the host went away: only failed reads from now on
+        lost = liveness.observe(second, True, None, progress=second)
+        if lost:
+            break
+    assert second == 115 and "no heartbeat for 60 s" in lost
+
+
 def test_every_write_of_the_folder_refuses_a_path_that_leads_out(tmp_path: Path) -> None:
     folder = CampaignFolder(tmp_path / "out")
     (tmp_path / "out").mkdir()
