@@ -10,9 +10,12 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from ablations.analysis.looks import LookRecord
-from ablations.records import RunRecord
+if TYPE_CHECKING:  # types only: the analysis package imports pandas and scipy, which every
+    # slot worker (it prints its runs' lines) would otherwise load for nothing
+    from ablations.analysis.looks import LookRecord
+    from ablations.records import RunRecord
 
 _START = time.monotonic()
 

@@ -1,61 +1,6 @@
-"""Analysis of a campaign's run records: paired-seed effects and classification errors."""
+"""Analysis of a campaign's run records: paired-seed effects and classification errors.
 
-from ablations.analysis.flips import (
-    ErrorAnalysis,
-    FlipInput,
-    Flips,
-    PredictionsError,
-    confusion_matrix,
-    error_analysis,
-    flips,
-    load_predictions,
-    per_class_accuracy,
-    per_class_frame,
-    read_predictions,
-)
-from ablations.analysis.paired import (
-    Effect,
-    ExcludedRun,
-    effects_frame,
-    excluded_runs,
-    metric_table,
-    paired_effects,
-    run_reason,
-    verdict_of,
-)
-from ablations.analysis.verdicts import (
-    VERDICTS,
-    DecisionRule,
-    Verdict,
-    interval_verdict,
-    runs_verdict,
-    trimmed_note,
-)
-
-__all__ = [
-    "VERDICTS",
-    "DecisionRule",
-    "Effect",
-    "ErrorAnalysis",
-    "ExcludedRun",
-    "FlipInput",
-    "Flips",
-    "PredictionsError",
-    "Verdict",
-    "confusion_matrix",
-    "effects_frame",
-    "error_analysis",
-    "excluded_runs",
-    "flips",
-    "interval_verdict",
-    "load_predictions",
-    "metric_table",
-    "paired_effects",
-    "per_class_accuracy",
-    "per_class_frame",
-    "read_predictions",
-    "run_reason",
-    "runs_verdict",
-    "trimmed_note",
-    "verdict_of",
-]
+Import from the modules (`paired`, `flips`, `verdicts`, the looks' `sequential` and `looks`):
+this package imports none of them, so the looks, which every `ablate` command and slot worker
+uses, do not pull in pandas and scipy's statistics with the rest.
+"""

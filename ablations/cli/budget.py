@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ablations.budget import BudgetError, Catalog, assess_hours, assess_plan, budget_markdown
 from ablations.cli.arguments import (
     MAX_COUNT,
     MAX_DAYS,
@@ -94,6 +93,10 @@ _FIGURES_ONLY = ("gpu", "hours", "price")
 
 @command("budget")
 def _budget(args: argparse.Namespace) -> int:
+    # Here, not at the top: every `ablate` command registers this parser, and the budget
+    # package (through the looks' analysis: pandas, scipy) costs a third of a second to import.
+    from ablations.budget import BudgetError, Catalog, assess_hours, assess_plan, budget_markdown
+
     if args.plan is not None:
         given = [f"--{name}" for name in _FIGURES_ONLY if getattr(args, name) is not None]
         if given:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ablations.analysis import Effect, run_reason
+from ablations.analysis.paired import Effect, run_reason
 from ablations.plan.sections import MetricSection
 from ablations.report.inputs import ReportInputs
 from ablations.units import significant

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from ablations.analysis import run_reason
+from ablations.analysis.paired import run_reason
 from ablations.report.inputs import ReportInputs, ReportRun
 from ablations.report.md_html import markdown_to_html
 from ablations.units import metric as metric_text

@@ -8,16 +8,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from ablations.analysis import (
-    Effect,
-    ErrorAnalysis,
-    ExcludedRun,
-    error_analysis,
-    excluded_runs,
-    load_predictions,
-    paired_effects,
-)
+from ablations.analysis.flips import ErrorAnalysis, error_analysis, load_predictions
 from ablations.analysis.looks import LookRecord, Looks
+from ablations.analysis.paired import Effect, ExcludedRun, excluded_runs, paired_effects
 from ablations.plan.model import Plan
 from ablations.plan.sections import MetricSection, same_value
 from ablations.plan.variants import CONTROL, PlannedRun, variants

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ablations.analysis import Effect, ErrorAnalysis, run_reason
+from ablations.analysis.flips import ErrorAnalysis
+from ablations.analysis.paired import Effect, run_reason
 from ablations.names import CURVES_PNG, EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.decision import decision_reached
 from ablations.report.inputs import ReportInputs, ReportRun

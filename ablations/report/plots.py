@@ -15,7 +15,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ablations.analysis import Effect, ErrorAnalysis, per_class_frame
+from ablations.analysis.flips import ErrorAnalysis, per_class_frame
+from ablations.analysis.paired import Effect
 from ablations.campaign.folder import CampaignFolder
 from ablations.plan.sections import MetricSection
 from ablations.report.inputs import ReportRun

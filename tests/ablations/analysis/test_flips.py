@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ablations.analysis import (
+from ablations.analysis.flips import (
     PredictionsError,
     confusion_matrix,
     error_analysis,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ablations.analysis import (
+from ablations.analysis.paired import (
     effects_frame,
     excluded_runs,
     metric_table,

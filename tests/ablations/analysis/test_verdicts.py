@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from ablations.analysis import VERDICTS, interval_verdict, paired_effects, runs_verdict
+from ablations.analysis.paired import paired_effects
+from ablations.analysis.verdicts import VERDICTS, interval_verdict, runs_verdict
 from ablations.plan.sections import MetricSection
 from ablations.records import Rejection, RunError, RunRecord, Stop
 
