@@ -35,17 +35,27 @@ def shared_api_url() -> str:
     if not _SHARED_API:
         home = tempfile.mkdtemp(prefix="ablate-test-prefect-")
         atexit.register(shutil.rmtree, home, ignore_errors=True)  # after the server stops
-        before = os.environ.get("PREFECT_HOME")
-        os.environ["PREFECT_HOME"] = home  # the server's database goes there
+        server_env = {"PREFECT_HOME": home, **_NO_EVENT_SERVICES}  # the database goes there
+        before = {name: os.environ.get(name) for name in server_env}
+        os.environ.update(server_env)
         try:
             server = TemporaryServer()
             _SHARED_API.append(server.wait_ready(90))
         finally:
-            if before is None:
-                del os.environ["PREFECT_HOME"]
-            else:
-                os.environ["PREFECT_HOME"] = before
+            for name, value in before.items():
+                if value is None:
+                    del os.environ[name]
+                else:
+                    os.environ[name] = value
     return _SHARED_API[0]
+
+
+_NO_EVENT_SERVICES = {
+    f"PREFECT_SERVER_SERVICES_{service}_ENABLED": "false"
+    for service in ("TASK_RUN_RECORDER", "EVENT_PERSISTER", "TRIGGERS", "ACTIONS", "EVENT_LOGGER")
+}
+"""The shared server keeps no task-run states or events: no fault test reads them back (the
+campaign's state lives in its folder), and recording them costs CPU in every campaign."""
 
 
 def fault_plan(**changes: Any) -> dict[str, Any]:
