@@ -4,6 +4,8 @@ Two independent watches, because either alone has a gap: Linux's parent-death si
 (`prctl(PR_SET_PDEATHSIG)`) arrives at once but follows the *thread* that started the child,
 and is Linux-only; the end of the pipe to the parent (EOF, seen by a watcher thread while the
 child is busy training) works everywhere but only for children that hold such a pipe.
+A worker forked by the fork server (`ablations.slots.zygote`) has the server as its parent,
+not the campaign: it keeps the pipe's watch and checks the campaign's pid, without the signal.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def exit_when_parent_goes(conn: Connection, parent_pid: int) -> None:
     """In a child: exit at once (status 1, no cleanup: a run's half-written checkpoint has no
     commit marker and is never loaded) when the pipe to the parent hangs up or the parent is
     gone, checked by a daemon thread while the main thread works."""
-    if os.getppid() != parent_pid:  # it died before the watch began
+    if _gone(parent_pid):  # it died before the watch began
         os._exit(1)
 
     def watch() -> None:
@@ -46,10 +48,24 @@ def exit_when_parent_goes(conn: Connection, parent_pid: int) -> None:
             hangup = any(event & _HANGUP for _, event in poller.poll(_WATCH_SECONDS * 1000))
             if _outliving.is_set():  # terminating: its own deadline ends it (`outlive_parent`)
                 return
-            if hangup or os.getppid() != parent_pid:
+            if hangup or _gone(parent_pid):
                 os._exit(1)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _gone(parent_pid: int) -> bool:
+    """Whether the campaign process has died. A spawned child's parent is the campaign; a
+    child of the fork server (`ablations.slots.zygote`) asks whether that pid still exists."""
+    if os.getppid() == parent_pid:
+        return False
+    try:
+        os.kill(parent_pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's process took the pid: ours is gone
+        return True
+    return False
 
 
 _outliving = threading.Event()

@@ -3,7 +3,9 @@
 Importing torch costs seconds, so a slot keeps its process across runs and starts a new one
 only after a crash. The child is spawned (never forked: a forked CUDA context is unusable)
 and sets `CUDA_VISIBLE_DEVICES` as its very first act, so the run inside sees one card.
-A worker that dies fails only the run it held; the next run gets a fresh worker.
+On Linux the workers are forked by multiprocessing's fork server, which has imported torch
+once and never touches CUDA (`ablations.slots.zygote`): a worker then starts in milliseconds,
+not seconds. A worker that dies fails only the run it held; the next run gets a fresh worker.
 
 The worker knows no kind of job: it calls each `Job`'s `run()` and sends back its result or
 what it raised, and `SlotWorker.do(job)` hands a job to it (`ablations.slots.messages`). The
@@ -39,6 +41,20 @@ from ablations.training.warmup import preload_for_training, prepare_torch_proces
 
 R = TypeVar("R")
 _POLL_SECONDS = 0.5
+START_METHOD_ENV = "ABLATE_WORKER_START"
+"""`spawn` starts every worker as a fresh interpreter instead of forking it from the fork
+server (the default on Linux; elsewhere workers are always spawned)."""
+_ZYGOTE = "ablations.slots.zygote"
+
+
+def _context() -> Any:
+    """The multiprocessing context the workers start from."""
+    spawn = os.environ.get(START_METHOD_ENV) == "spawn"
+    if spawn or "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    context = mp.get_context("forkserver")
+    context.set_forkserver_preload([_ZYGOTE])  # effective when the server starts (once)
+    return context
 
 
 @dataclass(frozen=True)
@@ -62,6 +78,7 @@ class Warmup:
 
 def _serve(
     conn: Connection,
+    environ: dict[str, str],
     visible_devices: str,
     cpu_threads: int,
     workload_imports: tuple[tuple[str, str], ...],
@@ -73,6 +90,10 @@ def _serve(
     """The child's main loop: receive jobs, do them, send each one's reply. With a grace
     period, a SIGTERM ends the run in progress at its next step with a checkpoint there
     (`ablations.preemption`) and the child after that run's reply."""
+    # The campaign's environment as of this start: a forked child inherits the fork
+    # server's, taken when the server started.
+    os.environ.clear()
+    os.environ.update(environ)
     if terminate_grace_seconds is not None:
         listen_for_sigterm(then=functools.partial(outlive_parent, terminate_grace_seconds))
     # Die with the campaign process, kill -9 included, even mid-run: nothing of a dead
@@ -106,6 +127,15 @@ def _serve(
             os._exit(0)
 
 
+def _start_and_close(process: Any, child: Connection) -> None:
+    """Start the child, then close this process's copy of the child's end of the pipe (its
+    hang-up then means the child is gone)."""
+    try:
+        process.start()
+    finally:
+        child.close()
+
+
 def _do(job: Job[Any]) -> Reply:
     """One job in this process: its result, or what it raised (as the job makes a reply of it:
     a preflight's error ends the worker)."""
@@ -121,7 +151,8 @@ class SlotWorker:
     def __init__(self, slot: SlotSpec, warmup: Warmup | None = None) -> None:
         self.slot = slot
         self.warmup = warmup or Warmup()
-        self._process: Any = None
+        self._started_process: Any = None
+        self._starting: threading.Thread | None = None
         self._conn: Connection | None = None
         self._lock = threading.Lock()
         self._warmed: bool = False
@@ -137,27 +168,51 @@ class SlotWorker:
                 self._start()
 
     def _start(self) -> None:
-        context = mp.get_context("spawn")
+        context = _context()
+        forked = context.get_start_method() == "forkserver"
         parent, child = context.Pipe()
         process = context.Process(
             target=_serve,
             args=(
                 child,
+                dict(os.environ),
                 self.slot.visible_devices,
                 self.slot.cpu_threads,
                 self.warmup.workload_imports,
                 self.warmup.results,
                 os.getpid(),
-                threading.current_thread() is threading.main_thread(),
+                # The parent-death signal follows the thread that started the child: only a
+                # child spawned by this process's main thread can use it. A forked child's
+                # parent is the fork server: it watches the pipe and the campaign's pid alone.
+                not forked and threading.current_thread() is threading.main_thread(),
                 self.warmup.terminate_grace_seconds if self.warmup.on_terminate else None,
             ),
             name=f"ablate-slot-{self.slot.name}",
             daemon=True,
         )
-        process.start()
-        child.close()
+        if forked:
+            # The first start waits for the fork server to import torch (seconds): in the
+            # background, as a spawned child's own import would be.
+            starting = threading.Thread(target=_start_and_close, args=(process, child))
+            starting.start()
+            self._starting = starting
+        else:
+            _start_and_close(process, child)
+            self._starting = None
         self._process, self._conn = process, parent
         self._warmed = False
+
+    @property
+    def _process(self) -> Any:
+        """The worker's `multiprocessing.Process`, started (None before the first start)."""
+        if self._starting is not None:
+            self._starting.join()
+            self._starting = None
+        return self._started_process
+
+    @_process.setter
+    def _process(self, process: Any) -> None:
+        self._started_process = process
 
     @property
     def pid(self) -> int | None:

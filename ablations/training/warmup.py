@@ -23,8 +23,14 @@ def prepare_torch_process(
 
     Returns why the first of them does not import (the campaign reports it as bad input), or
     None: the campaign process itself never imports the workload or torch."""
-    os.environ["CUDA_VISIBLE_DEVICES"] = visible_devices  # before torch is imported
+    os.environ["CUDA_VISIBLE_DEVICES"] = visible_devices  # before CUDA is initialised
     import torch
+
+    if torch.cuda.is_initialized():  # forked from a parent that had used CUDA: unusable here
+        raise RuntimeError(
+            "this slot worker inherited an initialised CUDA context from its parent; "
+            "set ABLATE_WORKER_START=spawn"
+        )
 
     # The slot's thread count: it splits the cores between slots, and CPU reductions give
     # other last bits under another count (the restart check compares exactly).

@@ -2,7 +2,8 @@
 
 Device placement and bf16 autocast of the charlm workload, CUDA RNG state through a
 checkpoint (bitwise resume with deterministic algorithms), the allocator's peaks per phase in
-a probe, a slot worker pinned to its card, and `slots_per_device: auto` on the real card.
+a probe, a slot worker pinned to its card (forked from the fork server, and spawned),
+and `slots_per_device: auto` on the real card.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ablations.probe.point import probe_variant
 from ablations.records import RunSpec
 from ablations.slots.devices import SlotSpec, card_memory, plan_slots
 from ablations.slots.jobs import RunJob
-from ablations.slots.worker import SlotWorker
+from ablations.slots.worker import START_METHOD_ENV, SlotWorker
 from ablations.training.driver import execute, seed_everything
 from ablations.workloads.charlm import CharLMWorkload
 
@@ -90,7 +91,11 @@ def test_probe_reports_allocator_peaks_per_phase() -> None:
     assert any(p.planned for p in points)
 
 
-def test_slot_worker_sees_its_one_card() -> None:
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_slot_worker_sees_its_one_card(method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forked from the fork server (torch imported there, CUDA never initialised) or spawned,
+    the worker trains on its card and sees only that one."""
+    monkeypatch.setenv(START_METHOD_ENV, method)
     count = torch.cuda.device_count()
     worker = SlotWorker(
         SlotSpec(name=f"cuda:{count - 1}", device=f"cuda:{count - 1}", cpu_threads=1)

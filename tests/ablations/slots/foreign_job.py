@@ -29,3 +29,28 @@ class Imported(Job[list[str]]):
         reply = worker.call(self)
         assert isinstance(reply, Done)
         return list(json.loads(reply.body))
+
+
+@dataclass(frozen=True)
+class Origin(Job[dict[str, object]]):
+    """Where the worker process came from: its parent's pid, `ABLATE_TEST_MARK` in its
+    environment, and whether SIGTERM has its default action there."""
+
+    def run(self) -> dict[str, object]:
+        import os
+        import signal
+
+        return {
+            "parent": os.getppid(),
+            "mark": os.environ.get("ABLATE_TEST_MARK"),
+            "sigterm_default": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
+        }
+
+    def dump(self, result: dict[str, object]) -> str:
+        return json.dumps(result)
+
+    def send(self, worker: SlotWorker) -> dict[str, object]:
+        reply = worker.call(self)
+        assert isinstance(reply, Done)
+        parsed: dict[str, object] = json.loads(reply.body)
+        return parsed

@@ -3,6 +3,7 @@ run gets a new worker."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,10 @@ from ablations.results.job import ResultsJob
 from ablations.slots.devices import SlotSpec
 from ablations.slots.jobs import RunJob
 from ablations.slots.messages import Failed, JobFailed, WorkloadFailed, job_error
-from ablations.slots.worker import SlotWorker, Warmup
+from ablations.slots.worker import START_METHOD_ENV, SlotWorker, Warmup
 from tests.ablations.checkpoint.conftest import make_spec
 from tests.ablations.checkpoint.workloads import CRASH_AT
-from tests.ablations.slots.foreign_job import Imported
+from tests.ablations.slots.foreign_job import Imported, Origin
 
 
 def _spec(run_id: str, workload: str) -> RunSpec:
@@ -49,6 +50,28 @@ def test_any_job_runs_itself_and_the_worker_imports_only_the_kinds_it_receives()
         worker.close()
     assert record.status == "accepted" and "ablations.slots.jobs" in after
     assert not {m for m in after if m.startswith("ablations.results")}  # no results job came
+
+
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_a_worker_starts_with_the_callers_environment_of_its_start_and_sigterms_default(
+    method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forked by the fork server (which ignores SIGTERM and kept the environment of its own
+    start) or spawned, a worker sees what its caller's environment is when it starts."""
+    monkeypatch.setenv(START_METHOD_ENV, method)
+    no_grace = Warmup(on_terminate=False)  # SIGTERM then ends the worker: its default action
+    first = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1), no_grace)
+    second = SlotWorker(SlotSpec(name="cpu#1", device="cpu", cpu_threads=1), no_grace)
+    try:
+        first.do(Origin())  # the fork server runs from here on
+        monkeypatch.setenv("ABLATE_TEST_MARK", "set after the first worker started")
+        origin = second.do(Origin())
+    finally:
+        first.close()
+        second.close()
+    assert origin["mark"] == "set after the first worker started"
+    assert origin["sigterm_default"] is True
+    assert (origin["parent"] == os.getpid()) is (method == "spawn")
 
 
 @pytest.mark.slow  # fault injection: a worker process killed mid-run
