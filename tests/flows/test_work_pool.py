@@ -167,9 +167,6 @@ def test_runs_land_on_both_workers_and_a_killed_workers_run_resumes_on_the_other
 ) -> None:
     tiny_plan["factors"] = {"width": {"category": "essential", "levels": [8]}}
     tiny_plan["seeds"] = [0]
-    # One pilot run on the pool is enough to cover the phase: each run there is a flow-run
-    # process of its own (Prefect, the flow and torch imported: seconds of CPU).
-    tiny_plan["pilot"]["variants"] = ["control"]
     # Seconds of training per main run, committed every 300 steps: a kill lands mid-run.
     tiny_plan["workload"].update(steps=3000, eval_every=1500)
     prefix = f"pool-{tmp_path.name}"
