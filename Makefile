@@ -11,7 +11,7 @@ OUT    ?= demo-out
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 export DO_NOT_TRACK=1
 
-.PHONY: venv demo test check lint typecheck clean
+.PHONY: venv demo test check lint typecheck durations clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,10 +41,10 @@ typecheck: venv
 
 # Two pytest processes, one test file each at a time: most tests wait on subprocesses (slot
 # workers, a Prefect server), so two share two cores well; a file's fixtures stay in one.
-# xdist hands out the files with most tests first, so the long single-test campaigns come
-# last and rarely overlap: handing those out first (tried) made them contend for the two
-# cores, and the run took 14 min instead of 12 (before the fault suite shared its server).
-PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile
+# The files go out longest first, as tests/durations.json measured them (tests/durations.py):
+# xdist's own order (most tests first) left the two-minute pool campaign for last, and one
+# process idled for its last 90 s. `make durations` measures them again.
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 # mypy runs beside the tests (one process; the tests leave a core idle at times), its
 # report printed after theirs; either failing fails the target.
@@ -53,6 +53,12 @@ WITH_TYPES = $(BIN)/mypy > .mypy.log 2>&1 & types=$$!; $(1); tests=$$?; \
 
 test: lint
 	$(call WITH_TYPES,$(PYTEST))
+
+# Measure each test file's duration again, for the order above (after adding a long test).
+durations: venv
+	$(PYTEST) --junitxml=.durations.xml
+	$(BIN)/python -m tests.durations .durations.xml
+	rm -f .durations.xml
 
 # The development loop: lint, types and every test not marked slow (no end-to-end campaigns).
 check: lint

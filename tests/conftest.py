@@ -1,4 +1,5 @@
-"""Shared fixtures: the demo plan as data, and a helper writing plans to files."""
+"""Shared fixtures: the demo plan as data, and a helper writing plans to files; the order in
+which the test files are handed to pytest's processes (`tests/durations.py`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests import durations
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_PLAN = ROOT / "ablations" / "recipes" / "demo.yaml"
@@ -33,6 +36,12 @@ def write_plan(tmp_path: Path) -> Callable[[Any], Path]:
         return path
 
     return write
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest files first: with `-n 2 --no-loadscope-reorder`, xdist hands them out in this
+    order, and the short ones fill in at the end (tests/durations.py says why)."""
+    durations.longest_files_first(items, durations.load())
 
 
 from tests.s3_server import s3_endpoint  # noqa: E402, F401  (session S3 server fixture)
