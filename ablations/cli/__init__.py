@@ -4,6 +4,13 @@
 through the `ablate.commands` entry points (see pyproject.toml): nothing here imports Prefect.
 """
 
-from ablations.cli.ablate import EXIT_INFRASTRUCTURE, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, main
+from ablations.cli.ablate import (
+    EXIT_INFRASTRUCTURE,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    console,
+    main,
+)
 
-__all__ = ["EXIT_INFRASTRUCTURE", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "main"]
+__all__ = ["EXIT_INFRASTRUCTURE", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "console", "main"]

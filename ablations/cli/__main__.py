@@ -1,7 +1,5 @@
 """`python -m ablations.cli`: the same as `ablate`."""
 
-import sys
+from ablations.cli.ablate import console
 
-from ablations.cli.ablate import main
-
-sys.exit(main())
+console()

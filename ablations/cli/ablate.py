@@ -4,6 +4,7 @@ ledger, a worker, the disk) or an internal error, 2 invalid input (`ablations.er
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -26,7 +27,15 @@ from ablations.plan.model import Plan, plan_hash
 from ablations.plan.variants import planned_runs, variants
 from ablations.units import hours, usd
 
-__all__ = ["EXIT_INFRASTRUCTURE", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_OK", "build_parser", "main"]
+__all__ = [
+    "EXIT_INFRASTRUCTURE",
+    "EXIT_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "build_parser",
+    "console",
+    "main",
+]
 
 
 def _summary(plan: Plan, digest: str) -> str:
@@ -240,3 +249,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+
+
+def console() -> None:
+    """`ablate` and `python -m ablations.cli`: `main`, then exit with its code.
+
+    The objects still alive are frozen out of the garbage collector first: the interpreter's
+    final collections would otherwise walk the whole heap (Prefect, pydantic, the campaign)
+    just to free memory the process is about to return, 0.7 s after `ablate run` printed
+    its last line (measured). Exit handlers still run, and objects freed by their last
+    reference are still finalized; only cycles left at exit are not collected."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)

@@ -34,9 +34,11 @@ class Imported(Job[list[str]]):
 @dataclass(frozen=True)
 class Origin(Job[dict[str, object]]):
     """Where the worker process came from: its parent's pid, `ABLATE_TEST_MARK` in its
-    environment, and whether SIGTERM has its default action there."""
+    environment, whether SIGTERM has its default action there, and how many objects it holds
+    out of the garbage collector's reach (those the fork server froze)."""
 
     def run(self) -> dict[str, object]:
+        import gc
         import os
         import signal
 
@@ -44,6 +46,7 @@ class Origin(Job[dict[str, object]]):
             "parent": os.getppid(),
             "mark": os.environ.get("ABLATE_TEST_MARK"),
             "sigterm_default": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
+            "frozen_objects": gc.get_freeze_count(),
         }
 
     def dump(self, result: dict[str, object]) -> str:

@@ -72,6 +72,9 @@ def test_a_worker_starts_with_the_callers_environment_of_its_start_and_sigterms_
     assert origin["mark"] == "set after the first worker started"
     assert origin["sigterm_default"] is True
     assert (origin["parent"] == os.getpid()) is (method == "spawn")
+    # Forked, it shares torch's objects frozen by the server: its collections skip them.
+    frozen = origin["frozen_objects"]
+    assert isinstance(frozen, int) and (frozen > 100_000) is (method == "forkserver"), frozen
 
 
 @pytest.mark.slow  # fault injection: a worker process killed mid-run
