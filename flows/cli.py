@@ -138,7 +138,9 @@ def run_command(args: argparse.Namespace) -> int:
         # server they can reach, which a temporary one on loopback is not).
         server = start_unless_configured() if local else None
         try:
-            with _executor(plan, str(args.plan), out_dir, slots, pool, opened) as executor:
+            with _executor(
+                plan, str(args.plan), out_dir, slots, pool, opened, meanwhile=_import_the_flow
+            ) as executor:
                 return _run_campaign(args, plan, out_dir, executor, server)
         except BaseException as exc:
             if server is not None:  # at once; a finished campaign stops it after Prefect's drains
@@ -191,15 +193,19 @@ def _executor(
     slots: list[SlotSpec],
     pool: PoolExecutor | None,
     opened: list[LocalSlots],
+    meanwhile: Callable[[], object],
 ) -> Iterator[Executor]:
     """The pool's executor, or this machine's slots: their workers start now, so their
-    imports overlap the server's start, and the workload's import is checked in the first.
-    The slots are added to `opened` (a SIGTERM is passed on to their workers)."""
+    imports overlap the server's start and `meanwhile` (called before the workers are waited
+    for), and the workload's import is checked in the first. The slots are added to `opened`
+    (a SIGTERM is passed on to their workers)."""
     if pool is not None:
+        meanwhile()
         yield pool
         return
     with LocalSlots.open(slots, warmup_for(plan, out_dir)) as executor:
         opened.append(executor)
+        meanwhile()
         problem = executor.workload_problem()
         if problem is not None:
             raise PlanError([problem], source)
@@ -208,6 +214,15 @@ def _executor(
         if TERMINATE.requested:
             raise CampaignInterrupted(f"{TERMINATE.reason} received while starting")
         yield executor
+
+
+def _import_the_flow() -> None:
+    """Import the flow and Prefect's engine (about 2 CPU-seconds) while the slot workers
+    start in their own processes, not after: a campaign's first line came 2 s sooner on an
+    idle 2-core machine (measured)."""
+    import prefect.task_runners  # noqa: F401
+
+    import flows.campaign  # noqa: F401
 
 
 def _run_campaign(
