@@ -8,11 +8,12 @@ task: the tasks run in this process (`ThreadPoolTaskRunner`), so none reads thos
 
 # No `from __future__ import annotations` here: Prefect builds the deployment's parameter
 # model from the flow's signature at run time, and string annotations break that.
+import concurrent.futures
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from prefect import Flow, flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -74,9 +75,10 @@ def _run_phase(
     for future in as_completed(futures):
         # A stopped, rejected or failed run's task state is not Completed; its record is still
         # the result, read as data. Anything else (a full disk, a lost store) is the task's
-        # exception: raise it.
+        # exception: raise it, once the other runs have stopped.
         result = future.result(raise_on_failure=False)
         if isinstance(result, BaseException):
+            _stop_in_flight(executor, futures)
             raise result
         record = cast(RunRecord, result)
         records.append(record)
@@ -91,6 +93,24 @@ def _run_phase(
             about={"task_run_id": future.task_run_id},
         )
     return records
+
+
+def _stop_in_flight(executor: Executor, futures: Sequence[PrefectFuture[Any]]) -> None:
+    """The phase failed: its runs not started never start, the ones running are asked to
+    commit their step and stop, and are waited for. Without this they trained to their end
+    (hours, on a card) for a campaign that had failed; and a flow that owns its executor
+    (from the UI) closed it under them, so each was retried on a fresh worker. Each comes
+    back as an interrupted record, which a rerun resumes."""
+    running = [f for f in futures if not _cancel_unstarted(f)]
+    executor.terminate()
+    for future in running:
+        future.wait()
+
+
+def _cancel_unstarted(future: PrefectFuture[Any]) -> bool:
+    """Cancel the run's task if its thread has not picked it up yet; whether it was."""
+    wrapped = getattr(future, "wrapped_future", None)  # ThreadPoolTaskRunner's futures
+    return isinstance(wrapped, concurrent.futures.Future) and wrapped.cancel()
 
 
 def _main_phase(

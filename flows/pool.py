@@ -225,6 +225,10 @@ class PoolExecutor:
 
         return write_results(campaign)
 
+    def terminate(self) -> None:
+        """Nothing to pass on: the pool's runs are flow runs of their own on their hosts,
+        each writing to the shared store, and go on (as when the campaign is killed)."""
+
     def _call(
         self, kind: Kind, spec: RunSpec, expected: dict[str, int] | None, store: FsspecStore
     ) -> Attempted:

@@ -40,3 +40,9 @@ class Executor(Protocol):
         path. In this process from `campaign`, or in another that loads its own from the
         folder (`campaign.out_dir`)."""
         ...
+
+    def terminate(self) -> None:
+        """Ask the runs in flight to commit their current step and stop, and return at once:
+        the campaign is ending (a SIGTERM, or a step failed on the disk or the store). Each
+        comes back as an interrupted record, which a rerun resumes."""
+        ...

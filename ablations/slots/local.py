@@ -127,9 +127,12 @@ class LocalSlots:
         return [*self.leases.slots, *([self._spare] if self._spare else [])]
 
     def terminate(self) -> None:
-        """Pass a SIGTERM on to every worker (returns at once): each run commits its step."""
+        """Pass a SIGTERM on to every worker (returns at once): each run commits its step.
+        Not with `checkpoint.on_terminate` off: the signal would kill the worker, and its
+        run would be retried on a fresh one."""
         for worker in self._workers():
-            worker.terminate()
+            if worker.warmup.on_terminate:
+                worker.terminate()
 
     def close(self, *, wait: bool = True) -> None:
         """Stop every worker: all asked at once, so each exit overlaps the others'."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -48,6 +50,35 @@ def test_two_cpu_slots_are_both_used_and_never_overlap(
     assert len(csv) == len(manifest["runs"]) and set(csv["run_id"]) == {
         r["run_id"] for r in manifest["runs"]
     }
+
+
+def test_a_run_failing_on_the_disk_stops_the_runs_still_training_at_their_step(
+    prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record of a run that stopped at once cannot be written (a full disk): the campaign
+    fails, and the two runs still training are asked to commit their step and stop, recorded
+    as interrupted (a rerun resumes them), instead of training to their end for a campaign
+    that already failed."""
+    tiny_plan["workload"].update(steps=200_000, eval_every=100_000)  # minutes, uninterrupted
+    tiny_plan["checkpoint"]["interval"] = {"steps": 100_000}
+    tiny_plan["seeds"] = [0]
+    tiny_plan["resources"]["devices"] = 3  # the three main runs start together
+    real_replace = os.replace
+
+    def full_for_keep_pixels(src: str, dst: str) -> None:
+        if Path(dst).parent.name == "records" and Path(dst).name.startswith("keep_pixels"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), dst)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", full_for_keep_pixels)
+    with pytest.raises(OSError, match="No space left on device"):
+        _run(tmp_path, tiny_plan)
+    records = [json.loads(p.read_text()) for p in (tmp_path / "out" / "records").glob("*.json")]
+    main = {r["variant"]: r for r in records if r["phase"] == "main"}
+    assert set(main) == {"control", "width=8"}  # keep_pixels=32's record is the one lost
+    for record in main.values():
+        assert record["status"] == "failed" and record["error"]["type"] == "Interrupted", record
+        assert record["steps_done"] < 200_000
 
 
 def test_ui_gate_applies_the_answer_given_through_the_client(
