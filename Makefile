@@ -16,13 +16,10 @@ export DO_NOT_TRACK=1
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# --no-compile: pip would byte-compile every file of every package (40 s of the extras'
-	# 64 s, measured); Python compiles the modules a process imports, once, when it first
-	# imports them: the few seconds that costs are paid by the first run instead.
-	$(BIN)/python -m pip install --quiet --no-compile $(TORCH)
+	$(BIN)/python -m pip install --quiet $(TORCH)
 	# The adapters' extras too (their tests run in `make test`); torch on the same line, so
 	# pip keeps the pinned build while resolving them.
-	$(BIN)/python -m pip install --quiet --no-compile $(TORCH) -e '.[dev,lightning,hf]'
+	$(BIN)/python -m pip install --quiet $(TORCH) -e '.[dev,lightning,hf]'
 	# The temporary Prefect server's migrated database, once per user: a first campaign on a
 	# fresh Prefect home then starts as fast as the second (flows/server_database.py).
 	$(BIN)/python -m flows.server_database
