@@ -24,6 +24,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from ablations.atomic import atomic_write_text
+
 DURATIONS_FILE = Path(__file__).with_name("durations.json")
 UNKNOWN_SECONDS = 1.0
 
@@ -75,11 +77,15 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.durations REPORT.xml", file=sys.stderr)
         return 2
-    seconds = from_junit(Path(argv[0]))
-    if not seconds:
-        print(f"{argv[0]}: no test cases found", file=sys.stderr)
+    try:
+        seconds = from_junit(Path(argv[0]))
+    except (OSError, ElementTree.ParseError) as exc:
+        print(f"error: {argv[0]}: not a readable junit report: {exc}", file=sys.stderr)
         return 2
-    DURATIONS_FILE.write_text(json.dumps(seconds, indent=1) + "\n")
+    if not seconds:
+        print(f"error: {argv[0]}: no test cases found", file=sys.stderr)
+        return 2
+    atomic_write_text(DURATIONS_FILE, json.dumps(seconds, indent=1) + "\n")
     print(f"{DURATIONS_FILE}: {len(seconds)} files, {sum(seconds.values()):.0f} s in all")
     return 0
 

@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from tests import durations
 from tests.conftest import ROOT
 
@@ -65,3 +67,17 @@ def test_the_recorded_durations_name_test_files_of_this_suite() -> None:
     assert seconds, "tests/durations.json is empty"
     missing = [name for name in seconds if not (ROOT / name).is_file()]
     assert missing == [], f"tests/durations.json names files that are gone: {missing}"
+
+
+def test_a_report_that_is_not_junit_exits_2_in_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = durations.DURATIONS_FILE.read_bytes()
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("campaign: {id: x}\n")
+    for report in (plan, tmp_path / "absent.xml"):
+        assert durations.main([str(report)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {report}: not a readable junit report"), err
+        assert err.count("\n") == 1
+    assert durations.DURATIONS_FILE.read_bytes() == before
