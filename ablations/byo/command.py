@@ -105,6 +105,16 @@ def environment(spec: RunSpec, checkpoint: Path, resume: Path | None, step: int)
 class CommandWorkload:
     """The entry a plan's `workload.command` stands for (`COMMAND_ENTRY`)."""
 
+    resume_fixes = {
+        "nondeterministic": "seed every random source from ABLATE_SEED (ablate.seed()) and "
+        "avoid non-deterministic kernels",
+        "unknown": "save into ABLATE_CHECKPOINT_DIR, and load from ABLATE_RESUME_DIR, "
+        "everything the next steps depend on: the model, the optimizer, the data position "
+        "and the random generators (torch.get_rng_state(), numpy's, random's)",
+    }
+    """The restart check's fix for each cause it can find (`ablations.byo.restart`): a
+    program's batches and state are its own, so the check names the possibilities."""
+
     @classmethod
     def run_external(cls, spec: RunSpec, session: Session) -> None:
         if not spec.command:

@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.errors import StoreError, WorkloadError
@@ -36,6 +36,9 @@ from ablations.preemption import TERMINATE
 from ablations.records import CheckpointSummary, RunSpec, Stop, Timings
 from ablations.training.stop_rules import non_finite_stop, quality_stop
 from ablations.workload import Predictions
+
+if TYPE_CHECKING:
+    from ablations.byo.trace import RestartTrace
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +124,9 @@ class Session:
         """The held-out predictions the code gave (optional): `predictions/<run>.csv`, which
         the error analysis (flips) reads."""
         self.timings = Timings()
+        self.trace: RestartTrace | None = None
+        """Set by the restart check only: what the adapter saw (batches, the state at the
+        check's middle step), to name why a resume differs (`ablations.byo.trace`)."""
         self._started = self._last_report = time.perf_counter()
         self._first_report: float | None = None
         self._paused = 0.0

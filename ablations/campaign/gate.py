@@ -57,10 +57,10 @@ def preflight_defect(preflight: PreflightReport) -> str:
         for problem in preflight.data_problems
     ]
     if preflight.restart is not None:
+        # the check's message names the cause and the fix in the workload's own terms
         defects.append(
-            f"restart check: the workload's state does not resume bitwise at step "
-            f"{preflight.restart.step}: {preflight.restart.message}; fix the workload's "
-            "state_dict/load_state_dict (or the checkpoint store it names)"
+            f"restart check: the run does not resume exactly at step "
+            f"{preflight.restart.step}: {preflight.restart.message}"
         )
     if preflight.error is not None:
         defects.append(

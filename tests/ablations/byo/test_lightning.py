@@ -72,6 +72,24 @@ def test_a_resumable_loader_resumes_bitwise_from_s3(
 
 
 @pytest.mark.slow
+def test_a_pilot_validated_off_the_evaluation_steps_leaves_training_bitwise(
+    tmp_path: Path,
+) -> None:
+    """A pilot validates at its last step (15), which the run straight through does not
+    (every 20): the validation loader's seed comes from torch's generator, so without the
+    fork the dropout masks after the resume were other ones."""
+    store = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 1000})
+    params = {"lr": 0.05, "resumable": True, "dropout": 0.1}
+    straight = run(spec_for(tmp_path, params=params))
+    first = run(spec_for(tmp_path, params=params, checkpoint=store, until=15, phase="pilot"))
+    assert first.steps_done == 15 and first.evaluations[-1]["step"] == 15, first
+    resumed = run(spec_for(tmp_path, params=params, checkpoint=store))
+    assert resumed.checkpoint.resumed_from_step == 15
+    assert resumed.metrics == straight.metrics
+    assert resumed.evaluations[-1] == straight.evaluations[-1]
+
+
+@pytest.mark.slow
 def test_a_plain_dataloader_resumes_at_its_step_with_a_fresh_shuffle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
