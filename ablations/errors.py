@@ -88,3 +88,8 @@ class CampaignInterrupted(InfrastructureError):
 
 class WorkloadError(InputError):
     """The user's workload could not be imported or does not follow the protocol."""
+
+
+class MissingMetric(WorkloadError):
+    """The training code evaluated without the plan's metric, or never by its last step: a
+    defect of the code or the plan (the gate answers `fix`), not an answer to the question."""

@@ -14,6 +14,9 @@ to `session` and obeying its replies (see `ExternalWorkload`).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 if TYPE_CHECKING:
@@ -77,3 +80,34 @@ def external_entry(entry: str) -> bool:
         return is_external(load_workload(entry))
     except Exception:  # an entry that does not import is reported where it is used
         return False
+
+
+def run_variables(spec: RunSpec) -> dict[str, str]:
+    """What the run's code may read from its environment (`ablate_report` reads them): seed,
+    length, evaluation cadence, and whether this process trains a pilot and how far."""
+    return {
+        "ABLATE_SEED": str(spec.seed),
+        "ABLATE_STEPS": str(spec.steps),  # the run's length: LR schedules see the real one
+        "ABLATE_UNTIL": str(spec.until if spec.until is not None else spec.steps),
+        "ABLATE_PHASE": spec.phase,
+        "ABLATE_EVAL_EVERY": str(spec.eval_every),
+    }
+
+
+@contextmanager
+def run_environment(spec: RunSpec) -> Iterator[None]:
+    """`run_variables(spec)` in this process's environment while a framework's run trains in
+    it (a Lightning module or a `make_trainer` reads them as a command does; the worker runs
+    one run at a time), as they were afterwards. `ABLATE_RUN_ID` is not among them: an
+    `ablate_report.report` call in such code stays a no-op (the adapter reports)."""
+    variables = run_variables(spec)
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

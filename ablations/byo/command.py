@@ -4,8 +4,10 @@ The run's parameters replace `{name}` in the arguments; the rest arrives in the 
 
     ABLATE_RUN_ID          the run's id (its presence tells the helper it is under ablate)
     ABLATE_SEED            the run's seed
-    ABLATE_STEPS           the run's length in steps (a pilot is told to stop earlier)
-    ABLATE_EVAL_EVERY      evaluate every this many steps, and at the last one
+    ABLATE_STEPS           the run's length in steps (for LR schedules; a pilot stops earlier)
+    ABLATE_UNTIL           the last step this process trains: a pilot's last, else the run's
+    ABLATE_PHASE           `pilot` or `main`
+    ABLATE_EVAL_EVERY      evaluate every this many steps, and at the last step it trains
     ABLATE_DEVICE          `cuda` or `cpu`; CUDA_VISIBLE_DEVICES shows only the slot's card
     ABLATE_CHECKPOINT_DIR  an empty folder: save the training state there when asked
     ABLATE_RESUME_DIR      on a resume only: the folder saved at ABLATE_RESUME_STEP, restored
@@ -38,6 +40,7 @@ from typing import IO, Any
 
 import torch
 
+from ablations.byo import run_variables
 from ablations.byo.session import Session
 from ablations.errors import WorkloadError
 from ablations.plan.sections import PLACEHOLDER, ParamValue, shown
@@ -86,11 +89,9 @@ def environment(spec: RunSpec, checkpoint: Path, resume: Path | None, step: int)
     env["PYTHONUNBUFFERED"] = "1"  # a report printed is a report read, not one in a buffer
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = f"{HELPER_DIR}{os.pathsep}{path}" if path else str(HELPER_DIR)
+    env.update(run_variables(spec))
     env.update(
         ABLATE_RUN_ID=spec.run_id,
-        ABLATE_SEED=str(spec.seed),
-        ABLATE_STEPS=str(spec.steps),
-        ABLATE_EVAL_EVERY=str(spec.eval_every),
         ABLATE_DEVICE=device.type,
         ABLATE_CHECKPOINT_DIR=str(checkpoint),
         ABLATE_RESUME_STEP=str(step),

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ablations.byo import load_attribute
+from ablations.byo import load_attribute, run_environment
 from ablations.byo.generators import random_state, set_random_state
 from ablations.byo.session import LOSS_SYNC_STEPS, Session
 from ablations.errors import WorkloadError
@@ -197,6 +197,11 @@ class TrainerWorkload:
 
     @classmethod
     def run_external(cls, spec: RunSpec, session: Session) -> None:
+        with run_environment(spec):  # ABLATE_PHASE, ABLATE_UNTIL... for make_trainer's code
+            cls._train(spec, session)
+
+    @classmethod
+    def _train(cls, spec: RunSpec, session: Session) -> None:
         from transformers import set_seed
 
         make_trainer = cls._function(spec)

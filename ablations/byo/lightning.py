@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from ablations.byo import load_attribute
+from ablations.byo import load_attribute, run_environment
 from ablations.byo.generators import random_state, set_random_state
 from ablations.byo.session import LOSS_SYNC_STEPS, PREDICTION_COLUMNS, Session
 from ablations.errors import WorkloadError
@@ -251,6 +251,11 @@ class LightningWorkload:
 
     @classmethod
     def run_external(cls, spec: RunSpec, session: Session) -> None:
+        with run_environment(spec):  # ABLATE_PHASE, ABLATE_UNTIL... for the user's classes
+            cls._train(spec, session)
+
+    @classmethod
+    def _train(cls, spec: RunSpec, session: Session) -> None:
         import lightning.pytorch as pl
 
         module_class, data_class, extra = cls._classes(spec)

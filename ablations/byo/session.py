@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from ablations.checkpoint.manager import CheckpointManager
-from ablations.errors import StoreError, WorkloadError
+from ablations.errors import MissingMetric, StoreError, WorkloadError
 from ablations.preemption import TERMINATE
 from ablations.records import CheckpointSummary, RunSpec, Stop, Timings
 from ablations.training.stop_rules import non_finite_stop, quality_stop
@@ -208,7 +208,7 @@ class Session:
         if metrics:
             values = {name: float(value) for name, value in metrics.items()}
             if spec.metric not in values:
-                raise WorkloadError(
+                raise MissingMetric(
                     f"step {step} reported metrics {sorted(values)}, without the plan's "
                     f"metric {spec.metric!r}"
                 )

@@ -3,6 +3,8 @@
 The policy reads only the pilot's records, the preflight report and the measured durations:
 - fix when preflight failed: the restart check or the data check found a defect of the
   workload or the data (named in the reason); nothing is drafted and a rerun repeats preflight;
+- fix, too, when a pilot run reported no value of the plan's metric (a defect of the code or
+  the plan, not of the question);
 - reframe when a registered trigger fires (the control stopped, failed or is under the
   threshold), or when even the essential runs cannot fit the window;
 - trim the main runs of variants the pilot already stopped (an essential variant only with
@@ -96,6 +98,19 @@ def _stopped_in_pilot(plan: Plan, pilot: list[RunRecord]) -> tuple[list[str], li
     return trim, kept
 
 
+def _missing_metric(pilot: list[RunRecord]) -> str | None:
+    """A pilot run failed for reporting no value of the plan's metric (`MissingMetric`)."""
+    for record in pilot:
+        error = record.error
+        if record.status == "failed" and error is not None and error.type == "MissingMetric":
+            return (
+                f"pilot run {record.run_id}: {error.message}; fix the training code's "
+                "evaluation or the plan's metric, then run the corrected campaign in a new "
+                "output folder"
+            )
+    return None
+
+
 def _control_problem(plan: Plan, pilot: list[RunRecord]) -> str | None:
     triggers = set(plan.gate.reframe_on)
     for record in (r for r in pilot if r.variant == CONTROL):
@@ -136,6 +151,9 @@ def auto_decision(
     """The registered policy's decision from the pilot's records."""
     if not preflight.passed:  # a defect to fix, whatever the triggers: never a question
         return GateDecision(decision="fix", reason=preflight_defect(preflight))
+    missing = _missing_metric(pilot)
+    if missing:  # the code or the plan is wrong, not the question: never a reframe
+        return GateDecision(decision="fix", reason=missing)
     problem = _control_problem(plan, pilot)
     if problem:
         return GateDecision(decision="reframe", reason=problem)

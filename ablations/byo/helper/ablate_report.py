@@ -4,6 +4,7 @@
 
     for step in range(ablate.resumed_step() + 1, ablate.steps() + 1):
         loss = train_one_step()
+        evaluated = step % ablate.eval_every() == 0 or step == ablate.until()
         reply = ablate.report(step, loss, **({"accuracy": acc} if evaluated else {}))
         if reply.checkpoint:                            # save into ablate.checkpoint_dir()
             save_state(ablate.checkpoint_dir())
@@ -58,8 +59,21 @@ def steps(default: int = 0) -> int:
     return _int("ABLATE_STEPS", default)
 
 
+def until(default: int = 0) -> int:
+    """The last step this process trains: a pilot's last step (evaluate there too: the gate
+    reads that evaluation), else `steps()`; `default` when run bare."""
+    return _int("ABLATE_UNTIL", default)
+
+
+def phase(default: str = "main") -> str:
+    """`pilot` while this process trains a pilot (the first `until()` steps of the run, whose
+    main run continues from its checkpoint), else `main`; `default` when run bare."""
+    return os.environ.get("ABLATE_PHASE", default)
+
+
 def eval_every(default: int = 0) -> int:
-    """Evaluate every this many steps, and at the last step; `default` when run bare."""
+    """Evaluate every this many steps, and at the last step this process trains (`until()`);
+    `default` when run bare."""
     return _int("ABLATE_EVAL_EVERY", default)
 
 

@@ -3,7 +3,8 @@ held-out predictions classify each row as above zero or not, through `predict_st
 
 Test knobs in the environment: `TRAINED_LOG` (a folder: append each trained step to
 `<lr>-<seed>.log`, so a test sees what a kill and a resume trained twice) and `STEP_SLEEP`
-(seconds per step, so a test can kill the campaign mid-run)."""
+(seconds per step, so a test can kill the campaign mid-run); `PHASE_LOG` (a file: each step
+appends what `ablate_report` tells the module, phase, until and steps)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+import ablate_report as ablate
 import lightning.pytorch as pl
 import torch
 from torch.nn import functional as F
@@ -57,6 +59,10 @@ class Net(pl.LightningModule):
             with Path(log, name).open("a") as handle:
                 handle.write(f"{self.global_step + 1}\n")
         time.sleep(float(os.environ.get("STEP_SLEEP", 0)))
+        phases = os.environ.get("PHASE_LOG")
+        if phases:  # what the run's environment tells a module (a pilot, and how far)
+            with Path(phases).open("a") as handle:
+                handle.write(f"{ablate.phase()} {ablate.until()} {ablate.steps()}\n")
         if self.hparams.noise:
             x = x + self.hparams.noise * torch.randn(x.shape, generator=self.noise)
         return F.mse_loss(self.net(x).squeeze(1), y)

@@ -4,6 +4,7 @@ bitwise, with a plain shuffling DataLoader), and the mistakes a plan can make.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,19 @@ def test_a_pilot_validated_off_the_evaluation_steps_leaves_training_bitwise(
     assert resumed.checkpoint.resumed_from_step == 15
     assert resumed.metrics == straight.metrics
     assert resumed.evaluations[-1] == straight.evaluations[-1]
+
+
+@pytest.mark.slow
+def test_the_module_is_told_it_trains_a_pilot_and_how_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "phases"
+    monkeypatch.setenv("PHASE_LOG", str(log))
+    monkeypatch.delenv("ABLATE_PHASE", raising=False)
+    record = run(spec_for(tmp_path, until=10, phase="pilot"))
+    assert record.steps_done == 10, record
+    assert set(log.read_text().splitlines()) == {"pilot 10 40"}  # ablate_report, in-process
+    assert "ABLATE_PHASE" not in os.environ  # as it was, once the run is done
 
 
 @pytest.mark.slow
