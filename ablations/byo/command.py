@@ -17,9 +17,13 @@ The run's parameters replace `{name}` in the arguments; the rest arrives in the 
                            (read once the program exits; the error analysis's flips)
 
 The program prints one JSON object per line on stdout: `{"step": N, "loss": x, "metrics":
-{...}}` reports a step; `{"saved": N}` says the checkpoint folder holds step N complete. A
-message with `"reply": true` gets one JSON line back on stdin, `{"checkpoint": bool, "stop":
-bool}` (after `saved`: `{"ok": true}`, once the folder is copied). Any other line is the
+{...}}` reports a step; `{"steps": [N, ...], "losses": [x, ...], "metrics": {...}}` reports
+several at once (the metrics the last one's); `{"saved": N}` says the checkpoint folder holds
+step N complete. A message with `"reply": true` gets one JSON line back on stdin,
+`{"checkpoint": bool, "stop": bool, "next": M}` (after `saved`: `{"ok": true}`, once the folder
+is copied): the program may hold its reports back and send them together (a round trip per
+step costs more than a sub-millisecond step), for a few milliseconds, but reports step `M`
+(the last it trains, or a checkpoint's) and any evaluation as they happen. Any other line is the
 program's own output, passed through. A program that never asks for replies is stopped by
 SIGTERM, and cannot be asked for checkpoints.
 """
@@ -175,10 +179,16 @@ class _Conversation:
                 if stopping:  # it trains on after being told to stop: end it
                     self._terminate()
                     break
-                reply = self.session.report(
-                    int(message["step"]), message.get("loss"), message.get("metrics")
-                )
-                self._answer(message, {"checkpoint": reply.checkpoint, "stop": reply.stop})
+                metrics = message.get("metrics")
+                if "steps" in message:  # steps reported together: one answer for all
+                    losses = message.get("losses")
+                    reply = self.session.report_batch(
+                        message["steps"], losses if isinstance(losses, list) else [], metrics
+                    )
+                else:
+                    reply = self.session.report(int(message["step"]), message.get("loss"), metrics)
+                answer = {"checkpoint": reply.checkpoint, "stop": reply.stop}
+                self._answer(message, {**answer, "next": self.session.next_due()})
                 stopping = reply.stop
                 if stopping and not message.get("reply"):
                     self._terminate()  # it cannot hear the answer
@@ -193,7 +203,7 @@ class _Conversation:
             tail = "".join(self.stderr).strip()
             raise WorkloadError(f"the command exited with {code}: {tail[-2000:]}")
 
-    def _answer(self, message: dict[str, Any], answer: dict[str, bool]) -> None:
+    def _answer(self, message: dict[str, Any], answer: dict[str, bool | int]) -> None:
         if not message.get("reply"):
             return
         stdin = self.process.stdin
@@ -238,5 +248,8 @@ def _message(line: str) -> dict[str, Any] | None:
     if not isinstance(message, dict):
         return None
     if isinstance(message.get("step"), int) or isinstance(message.get("saved"), int):
+        return message
+    steps = message.get("steps")
+    if isinstance(steps, list) and steps and all(isinstance(step, int) for step in steps):
         return message
     return None

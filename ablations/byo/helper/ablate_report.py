@@ -13,17 +13,20 @@
             break
 
 Each call prints one JSON line on stdout and, for `report`, reads the campaign's one-line
-answer from stdin. Run without ablate (no `ABLATE_RUN_ID`), every call is a no-op that asks
-for nothing, so the same script runs bare. The protocol, for other languages: the README's
-"Any command" section.
+answer from stdin; steps of a millisecond or less are sent a few at a time (`BATCH_SECONDS`),
+one answer for all, except those the campaign must hear at once. Run without ablate (no
+`ABLATE_RUN_ID`), every call is a no-op that asks for nothing, so the same script runs bare.
+The protocol, for other languages: the README's "Any command" section.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -131,17 +134,34 @@ def _answer() -> dict[str, Any]:
     return answer
 
 
+BATCH_SECONDS = 0.02
+"""Reports are sent together, one answer for all, for at most this long: on steps of a
+millisecond or less, one round trip per step would cost more than the step. A step the
+campaign must hear at once is never held back: the first, an evaluation, the campaign's
+`next` (a pilot's last step, a checkpoint's), any after a SIGTERM."""
+_held: list[tuple[int, float | None]] = []
+"""Steps reported but not sent yet: (step, loss)."""
+_next = 0
+"""The step the campaign's last answer asked to hear at once (0: every step)."""
+_sent_at = 0.0
+
+
 def report(step: int, loss: float | None = None, **metrics: float) -> Reply:
     """Report step `step` (its training loss, and held-out metrics when it evaluated)."""
+    global _next, _sent_at
     if not active():
         return Reply(checkpoint=False, stop=False)
-    message: dict[str, Any] = {"step": int(step), "reply": True}
-    if loss is not None:
-        message["loss"] = float(loss)
+    _held.append((int(step), None if loss is None else float(loss)))
+    now = time.monotonic()
+    if not (metrics or step >= _next or now - _sent_at >= BATCH_SECONDS or _terminating):
+        return Reply(checkpoint=False, stop=False)  # held: sent with a later step
+    message = _batch()
     if metrics:
         message["metrics"] = {name: float(value) for name, value in metrics.items()}
+    message["reply"] = True
     _send(message)
     answer = _answer()
+    _next, _sent_at = int(answer.get("next", 0)), time.monotonic()
     # SIGTERM (the slot is being taken away): save once more and stop.
     return Reply(
         checkpoint=bool(answer.get("checkpoint")) or _terminating,
@@ -149,10 +169,31 @@ def report(step: int, loss: float | None = None, **metrics: float) -> Reply:
     )
 
 
+def _batch() -> dict[str, Any]:
+    """The held steps as one message (emptying them)."""
+    steps = [step for step, _ in _held]
+    losses = [loss for _, loss in _held]
+    _held.clear()
+    if len(steps) == 1:
+        message: dict[str, Any] = {"step": steps[0]}
+        if losses[0] is not None:
+            message["loss"] = losses[0]
+        return message
+    return {"steps": steps, "losses": losses}
+
+
+def _send_held() -> None:
+    """Send the steps still held, without waiting for an answer (the program saves without
+    being asked, or exits)."""
+    if _held and active():
+        _send(_batch())
+
+
 def saved(step: int) -> None:
     """Your state for `step` is complete in `checkpoint_dir()`: the campaign commits it (and
     returns once it has copied the folder, so you may write into it again)."""
     if active():
+        _send_held()
         _send({"saved": int(step), "reply": True})
         _answer()
 
@@ -164,3 +205,4 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 if active() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
     signal.signal(signal.SIGTERM, _on_sigterm)
+atexit.register(_send_held)  # a loop that ended on its own: its last steps still count
