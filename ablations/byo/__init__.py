@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 if TYPE_CHECKING:
     from ablations.byo.session import Session
+    from ablations.plan.sections import WorkloadSection
     from ablations.records import RunSpec
 
 
@@ -111,3 +112,32 @@ def run_environment(spec: RunSpec) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+KEPT_MODEL = {
+    "command": "a command's model is its program's own: its runs export their losses, "
+    "evaluations and predictions, no weights",
+    "lightning": "a Lightning run's model is in Lightning's checkpoints in the checkpoint "
+    "store (verify checks they are committed), not a models/ file",
+    "hf_trainer": "a Trainer run's model is in its checkpoint-N folders in the checkpoint "
+    "store (verify checks they are committed), not a models/ file",
+}
+"""Where an adapter's run keeps its model, by the plan's field naming the adapter."""
+
+
+def adapter_field(workload: WorkloadSection) -> str | None:
+    """The plan field naming the workload's adapter (`command`, `lightning`, `hf_trainer`),
+    or None for a workload class."""
+    return next((name for name in KEPT_MODEL if getattr(workload, name) is not None), None)
+
+
+def verify_scope(workload: WorkloadSection) -> str:
+    """What `ablate verify` checks of this workload's runs, as one sentence."""
+    checked = (
+        "`ablate verify` re-hashes every file manifest.json lists and checks each run's "
+        "checkpoints are committed"
+    )
+    adapter = adapter_field(workload)
+    if adapter is None:
+        return f"{checked}, and re-evaluates each accepted run's final model (models/) afresh."
+    return f"{checked}; it re-evaluates no model: {KEPT_MODEL[adapter]}."

@@ -50,6 +50,7 @@ def _summary(plan: Plan, digest: str) -> str:
             f"plan hash  {digest}",
             f"workload   {plan.workload.entry} ({plan.workload.steps} steps, "
             f"eval every {plan.workload.eval_every})",
+            f"code       {_code_line(plan)}",
             f"variants   {len(all_variants)} "
             + "("
             + ", ".join(f"{categories[c]} {c}" for c in ("essential", "useful", "exploratory"))
@@ -63,6 +64,13 @@ def _summary(plan: Plan, digest: str) -> str:
             f"devices {plan.resources.devices}",
         ]
     )
+
+
+def _code_line(plan: Plan) -> str:
+    """The user's code as a campaign would record it (`InputError` when it cannot be)."""
+    from ablations.campaign.code import code_line
+
+    return code_line(plan)
 
 
 def _seeds_line(plan: Plan) -> str:

@@ -11,7 +11,14 @@ import os
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 ParamValue = int | float | bool | str
 """A workload parameter: YAML scalars only, so a plan stays a plain, hashable document."""
@@ -166,8 +173,23 @@ class WorkloadSection(Section):
     expected_inputs: dict[str, PositiveInt] | None = None
     """Registered input counts per split (e.g. `{train: 1437, heldout: 360}`); checked by the
     data check when given."""
+    code: list[str] | None = None
+    """Your code's files and folders (relative to the folder `ablate run` starts in), hashed
+    into the registration and the manifest: a rerun into a folder whose runs trained with
+    other code is refused. Default: the command's script's folder, or the package of each
+    module the workload names; a built-in workload is the installed package's own (its version
+    is recorded)."""
 
     _finite = field_validator("params")(_finite_params)
+
+    @model_serializer(mode="wrap")
+    def _without_default_code(self, handler: Any) -> Any:
+        """`code` left out while unset: the plan hash of a plan without it stays what it was
+        before the field existed (a registered folder still accepts its plan)."""
+        data = handler(self)
+        if self.code is None and isinstance(data, dict):
+            data.pop("code", None)
+        return data
 
     @property
     def named_imports(self) -> list[tuple[str, str]]:

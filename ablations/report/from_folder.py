@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ablations.byo import verify_scope
 from ablations.errors import InputError
 from ablations.names import MANIFEST, PLAN
 from ablations.plan.io import load_plan
@@ -87,4 +88,19 @@ def manifest_inputs(
         ledger_url=manifest.ledger_url,
         looks=manifest.looks,
     )
-    return inputs
+    return inputs.model_copy(
+        update={"code": code_sentence(manifest), "verification": verify_scope(plan.workload)}
+    )
+
+
+def code_sentence(manifest: Manifest) -> str | None:
+    """`train/ (3 files, sha256 ...), run by ablate 0.1.0 (commit 0123456789ab)`, or None
+    for a manifest without its code version."""
+    version = manifest.code_version
+    if version is None:
+        return None
+    commit = f" (commit {version.git_commit[:12]})" if version.git_commit else ""
+    ablate = f"ablate {version.package}{commit}"
+    if version.workload is None:
+        return f"{ablate}, its own workload"
+    return f"{version.workload.line()}, run by {ablate}"

@@ -88,6 +88,10 @@ class ReportInputs(BaseModel):
     """The manifest's ledger URL (relative to the output folder)."""
     looks: list[LookRecord] = []
     """The main phase's looks as recorded (empty for a folder from before looks)."""
+    code: str | None = None
+    """The code the runs trained with: the user's, hashed, or ablate's package version."""
+    verification: str | None = None
+    """What `ablate verify` checks of these runs (a final model re-evaluated, or why not)."""
 
     @property
     def records(self) -> list[RunRecord]:

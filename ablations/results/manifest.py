@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model, model
 
 from ablations.analysis.looks import LookRecord
 from ablations.budget import PlannedVsRealized
+from ablations.campaign.code import WorkloadCode
 from ablations.campaign.gate import GateDecision
 from ablations.errors import InputError
 from ablations.names import MANIFEST
@@ -70,6 +71,9 @@ class CodeVersion(BaseModel):
     package: str
     git_commit: str | None
     """When run from a git checkout."""
+    workload: WorkloadCode | None = None
+    """The user's code the runs trained with, as registered (`ablations.campaign.code`);
+    None for a built-in workload (the package above is its code)."""
 
 
 class Environment(BaseModel):

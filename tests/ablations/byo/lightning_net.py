@@ -12,12 +12,12 @@ import os
 import time
 from pathlib import Path
 
-import ablate_report as ablate
 import lightning.pytorch as pl
 import torch
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
+import ablate_report as ablate
 from ablations.byo.data import ResumableLoader
 
 
