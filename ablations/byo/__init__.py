@@ -6,6 +6,11 @@ command.py        any program (`workload.command`): env vars in, JSON lines out
 helper/          `ablate_report.py`, the stdlib-only helper a Python script imports
 lightning.py      a LightningModule and DataModule (`workload.lightning`): a Callback
 hf.py             a Hugging Face Trainer (`workload.hf_trainer`): a TrainerCallback
+restart.py        the preflight's restart check for them, naming the cause of an inexact resume
+trace.py          what the check's runs saw (batch and state digests), for naming the cause
+generators.py     the random generators as one value (checkpointed; forked around evaluation)
+data.py           `ResumableLoader`: a map-style dataset's loader that resumes mid-epoch
+probe.py          `ablate probe` for them
 
 An external workload is the object a plan's `workload.entry` names when it has
 `run_external(spec, session)` instead of `build`: it runs the framework's loop, reporting
