@@ -104,3 +104,20 @@ def test_a_pilot_ending_before_the_first_evaluation_exits_2_in_one_line(
         head, *problems = result.stderr.strip().splitlines()  # as every invalid plan is shown
         assert head.endswith("invalid plan, 1 problem(s):") and len(problems) == 1, head
         assert "pilot.steps: ends before the first evaluation (workload.eval_every" in problems[0]
+
+
+def test_plan_projects_on_the_slots_ablate_run_opens_here() -> None:
+    """`ablate run` opens `local_slots_for(plan, path, --devices)`; `ablate plan` projects on
+    the same (it projected the package's one card, where a CPU machine's run used two)."""
+    from ablations.plan.io import load_plan
+    from ablations.slots.local import local_slots_for
+
+    recipe = ROOT / "ablations" / "recipes" / "command.yaml"
+    here = len(local_slots_for(load_plan(recipe), recipe, None))
+    for devices, expected in ((None, here), ("3", 3)):
+        flags = ["--devices", devices] if devices else []
+        result = ablate("plan", str(recipe), "--json", *flags)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["budget"]["slots"] == expected
+    text = ablate("plan", str(recipe), "--devices", "3").stdout
+    assert "on 3 slot(s) [cpu#0, cpu#1, cpu#2]" in text
