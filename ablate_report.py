@@ -9,5 +9,9 @@ replaces itself with the helper, so there is one module object (its state, its f
 
 import importlib
 import sys
+from typing import TYPE_CHECKING
 
-sys.modules[__name__] = importlib.import_module("ablations.byo.helper.ablate_report")
+if TYPE_CHECKING:  # its names, as a type checker sees them
+    from ablations.byo.helper.ablate_report import *  # noqa: F403
+else:
+    sys.modules[__name__] = importlib.import_module("ablations.byo.helper.ablate_report")

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ablations.byo import verify_scope
 from ablations.errors import InputError
 from ablations.names import MANIFEST, PLAN
 from ablations.plan.io import load_plan
@@ -87,10 +86,9 @@ def manifest_inputs(
         planned_vs_realized_markdown=manifest.planned_vs_realized_markdown,
         ledger_url=manifest.ledger_url,
         looks=manifest.looks,
+        code=code_sentence(manifest),
     )
-    return inputs.model_copy(
-        update={"code": code_sentence(manifest), "verification": verify_scope(plan.workload)}
-    )
+    return inputs
 
 
 def code_sentence(manifest: Manifest) -> str | None:

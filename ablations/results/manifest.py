@@ -75,6 +75,15 @@ class CodeVersion(BaseModel):
     """The user's code the runs trained with, as registered (`ablations.campaign.code`);
     None for a built-in workload (the package above is its code)."""
 
+    @model_serializer(mode="wrap")
+    def _without_unset_workload(self, handler: Any) -> Any:
+        """`workload` left out for a built-in workload: a manifest written before the field
+        existed is written again byte for byte."""
+        data = handler(self)
+        if self.workload is None and isinstance(data, dict):
+            data.pop("workload", None)
+        return data
+
 
 class Environment(BaseModel):
     """Python and Prefect of the campaign process; torch, CUDA, devices as the runs saw them."""

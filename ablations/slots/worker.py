@@ -123,8 +123,8 @@ def _serve(
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
-        name = message.log_name() if log_dir is not None else None
-        if name is None:
+        name = message.log_name()
+        if name is None or log_dir is None:
             reply = _do(message)
         else:  # the job's frameworks talk into its log, not over the progress lines
             from ablations.slots.output import output_to
