@@ -21,11 +21,12 @@ The program prints one JSON object per line on stdout: `{"step": N, "loss": x, "
 several at once (the metrics the last one's); `{"saved": N}` says the checkpoint folder holds
 step N complete. A message with `"reply": true` gets one JSON line back on stdin,
 `{"checkpoint": bool, "stop": bool, "next": M}` (after `saved`: `{"ok": true}`, once the folder
-is copied): the program may hold its reports back and send them together (a round trip per
-step costs more than a sub-millisecond step), for a few milliseconds, but reports step `M`
-(the last it trains, or a checkpoint's) and any evaluation as they happen. Any other line is the
-program's own output, passed through. A program that never asks for replies is stopped by
-SIGTERM, and cannot be asked for checkpoints.
+is copied). A program may hold its reports back and send them together, and send some
+without asking (a round trip per step costs more than a sub-millisecond step): what those
+decide (checkpoint, stop) is answered at its next question, which must come within a fraction
+of a second, and at step `M` (the last step it trains, or an interval checkpoint's: those are
+exact). Any other line is the program's own output, passed through. A program that never asks
+for replies is stopped by SIGTERM, and cannot be asked for checkpoints.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from typing import IO, Any
 import torch
 
 from ablations.byo import run_variables
-from ablations.byo.session import Session
+from ablations.byo.session import Reply, Session
 from ablations.errors import WorkloadError
 from ablations.plan.sections import PLACEHOLDER, ParamValue, shown
 from ablations.records import RunSpec
@@ -166,6 +167,11 @@ class _Conversation:
         process = self.process
         assert process.stdout is not None
         stopping = False
+        """The program was answered `stop`."""
+        asks = False
+        """It has asked for an answer (it can hear one: `ablate_report` batching its steps)."""
+        held = Reply(checkpoint=False, stop=False)
+        """What the reports sent without asking decided, for the next answer."""
         try:
             for line in process.stdout:
                 message = _message(line)
@@ -179,19 +185,16 @@ class _Conversation:
                 if stopping:  # it trains on after being told to stop: end it
                     self._terminate()
                     break
-                metrics = message.get("metrics")
-                if "steps" in message:  # steps reported together: one answer for all
-                    losses = message.get("losses")
-                    reply = self.session.report_batch(
-                        message["steps"], losses if isinstance(losses, list) else [], metrics
-                    )
-                else:
-                    reply = self.session.report(int(message["step"]), message.get("loss"), metrics)
-                answer = {"checkpoint": reply.checkpoint, "stop": reply.stop}
-                self._answer(message, {**answer, "next": self.session.next_due()})
-                stopping = reply.stop
-                if stopping and not message.get("reply"):
-                    self._terminate()  # it cannot hear the answer
+                if self.session.stop is None:  # after a rule fired, later steps are moot
+                    reply = self._report(message)
+                    held = Reply(held.checkpoint or reply.checkpoint, held.stop or reply.stop)
+                asks = asks or bool(message.get("reply"))
+                if message.get("reply"):
+                    answer = {"checkpoint": held.checkpoint, "stop": held.stop}
+                    self._answer(message, {**answer, "next": self.session.next_due()})
+                    stopping, held = held.stop, Reply(checkpoint=False, stop=False)
+                elif held.stop and not asks:
+                    self._terminate()  # it never asks: it cannot hear the answer
                     break
             code = process.wait(timeout=STOP_GRACE_SECONDS if stopping else None)
         except BaseException:
@@ -202,6 +205,15 @@ class _Conversation:
         if code != 0 and not self.terminated:
             tail = "".join(self.stderr).strip()
             raise WorkloadError(f"the command exited with {code}: {tail[-2000:]}")
+
+    def _report(self, message: dict[str, Any]) -> Reply:
+        """The session's reply to a report, or to steps reported together."""
+        metrics = message.get("metrics")
+        if "steps" in message:
+            losses = message.get("losses")
+            steps, losses = message["steps"], losses if isinstance(losses, list) else []
+            return self.session.report_batch(steps, losses, metrics)
+        return self.session.report(int(message["step"]), message.get("loss"), metrics)
 
     def _answer(self, message: dict[str, Any], answer: dict[str, bool | int]) -> None:
         if not message.get("reply"):

@@ -13,8 +13,8 @@
             break
 
 Each call prints one JSON line on stdout and, for `report`, reads the campaign's one-line
-answer from stdin; steps of a millisecond or less are sent a few at a time (`BATCH_SECONDS`),
-one answer for all, except those the campaign must hear at once. Run without ablate (no
+answer from stdin; short steps are sent a few at a time and asked about once every
+`BATCH_SECONDS`, besides those the campaign must hear at once. Run without ablate (no
 `ABLATE_RUN_ID`), every call is a no-op that asks for nothing, so the same script runs bare.
 The protocol, for other languages: the README's "Any command" section.
 """
@@ -134,34 +134,40 @@ def _answer() -> dict[str, Any]:
     return answer
 
 
-BATCH_SECONDS = 0.02
-"""Reports are sent together, one answer for all, for at most this long: on steps of a
-millisecond or less, one round trip per step would cost more than the step. A step the
-campaign must hear at once is never held back: the first, an evaluation, the campaign's
-`next` (a pilot's last step, a checkpoint's), any after a SIGTERM."""
+BATCH_SECONDS = 0.05
+"""Reports are sent together, and the campaign asked for its answer, at most this often: on
+steps of a millisecond or less, one round trip per step would cost more than the step (and on
+a busy machine, each round trip waits for the campaign's process to be scheduled). The first
+step, the campaign's `next` step (the last this process trains, an interval checkpoint's) and
+any step after a SIGTERM are asked about at once; an evaluation is sent at once, unasked (the
+stop rules see it; their answer comes with the next question, the run ending at the step it
+names)."""
 _held: list[tuple[int, float | None]] = []
 """Steps reported but not sent yet: (step, loss)."""
 _next = 0
 """The step the campaign's last answer asked to hear at once (0: every step)."""
-_sent_at = 0.0
+_asked_at = 0.0
 
 
 def report(step: int, loss: float | None = None, **metrics: float) -> Reply:
     """Report step `step` (its training loss, and held-out metrics when it evaluated)."""
-    global _next, _sent_at
+    global _next, _asked_at
     if not active():
         return Reply(checkpoint=False, stop=False)
     _held.append((int(step), None if loss is None else float(loss)))
-    now = time.monotonic()
-    if not (metrics or step >= _next or now - _sent_at >= BATCH_SECONDS or _terminating):
+    ask = step >= _next or _terminating or time.monotonic() - _asked_at >= BATCH_SECONDS
+    if not (ask or metrics):
         return Reply(checkpoint=False, stop=False)  # held: sent with a later step
     message = _batch()
     if metrics:
         message["metrics"] = {name: float(value) for name, value in metrics.items()}
+    if not ask:
+        _send(message)  # for the stop rules now; their answer comes with the next question
+        return Reply(checkpoint=False, stop=False)
     message["reply"] = True
     _send(message)
     answer = _answer()
-    _next, _sent_at = int(answer.get("next", 0)), time.monotonic()
+    _next, _asked_at = int(answer.get("next", 0)), time.monotonic()
     # SIGTERM (the slot is being taken away): save once more and stop.
     return Reply(
         checkpoint=bool(answer.get("checkpoint")) or _terminating,

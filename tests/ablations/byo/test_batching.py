@@ -51,25 +51,30 @@ def test_the_helper_holds_steps_until_the_campaign_must_hear_one(
 ) -> None:
     answers = io.StringIO(
         '{"checkpoint": false, "stop": false, "next": 6}\n'
-        '{"checkpoint": true, "stop": false, "next": 9}\n'
-        '{"checkpoint": false, "stop": false, "next": 9}\n'
+        '{"checkpoint": true, "stop": false, "next": 10}\n'
         '{"ok": true}\n'
+        '{"checkpoint": false, "stop": true, "next": 10}\n'
     )
     sent = io.StringIO()
     monkeypatch.setattr(sys, "stdin", answers)
     monkeypatch.setattr(sys, "stdout", sent)
     replies = [helper.report(step, 0.5) for step in range(1, 7)]
-    replies.append(helper.report(7, 0.4, mse=0.3))  # an evaluation: at once
+    replies.append(helper.report(7, 0.4, mse=0.3))  # an evaluation: sent, not asked about
+    replies.append(helper.report(8, 0.3))  # held
     messages = [json.loads(line) for line in sent.getvalue().splitlines()]
     assert messages == [
-        {"step": 1, "loss": 0.5, "reply": True},  # the first step: at once
+        {"step": 1, "loss": 0.5, "reply": True},  # the first step: asked at once
         {"steps": [2, 3, 4, 5, 6], "losses": [0.5] * 5, "reply": True},  # up to `next`
-        {"step": 7, "loss": 0.4, "metrics": {"mse": 0.3}, "reply": True},
+        {"step": 7, "loss": 0.4, "metrics": {"mse": 0.3}},  # for the stop rules, unasked
     ]
-    assert [r.checkpoint for r in replies] == [False] * 5 + [True, False]
-    helper.report(8, 0.2)  # held...
-    helper.saved(8)  # ...and sent, unanswered, before the program's own save
-    assert json.loads(sent.getvalue().splitlines()[-2]) == {"step": 8, "loss": 0.2}
+    assert [r.checkpoint for r in replies] == [False] * 5 + [True, False, False]
+    helper.saved(8)  # what is held is sent, unasked, before the program's own save
+    assert [json.loads(line) for line in sent.getvalue().splitlines()[3:]] == [
+        {"step": 8, "loss": 0.3},
+        {"saved": 8, "reply": True},
+    ]
+    monkeypatch.setattr(helper, "BATCH_SECONDS", 0.0)  # the clock: asked again
+    assert helper.report(9, 0.2).stop
 
 
 def test_a_batch_is_taken_step_by_step_with_one_answer(tmp_path: Path) -> None:
