@@ -10,7 +10,7 @@ process: both sides run the script through the same wrapper (`TIMER`), which not
 each `ablate.report` call returns, so a step's time is (last report - first report) / (steps
 - 1): the process start, torch's import and the data are in neither. The overhead is the
 median over paired trials of the driven step time over the bare one, minus 1; `--width` sizes
-the model (256: a bare step of about 0.5 ms on one thread of the shared 2-core machine).
+the model (160: a bare step of about 0.56 ms on one thread of the shared 2-core machine).
 
 lightning: bare is `trainer.fit` of the test suite's `Net` and `Sine` (tests/ablations/byo/
 lightning_net.py) with the Trainer settings the adapter uses and no callback; driven is
@@ -20,7 +20,7 @@ read each step on CPU, validation every `eval_every` steps as bare). hf: bare is
 `TrainingArguments`; driven is `execute` of the same (the callback and the loss hook). Both
 in one process, after one warm-up pair (imports, the corpus); checkpoints off on both sides.
 
-    .venv/bin/python bench/byo_overhead.py --steps 2000 --repeats 5 --width 256
+    .venv/bin/python bench/byo_overhead.py --steps 2000 --repeats 9 --width 160
     .venv/bin/python bench/byo_overhead.py --surface lightning --steps 400 --repeats 5
     .venv/bin/python bench/byo_overhead.py --surface hf --steps 100 --repeats 3
 """
@@ -179,7 +179,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--surface", choices=["command", "lightning", "hf"], default="command")
     parser.add_argument("--steps", type=int, default=2000)
-    parser.add_argument("--width", type=int, default=256, help="command: the script's --width")
+    parser.add_argument("--width", type=int, default=160, help="command: the script's --width")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     ratios, per_step, bare_steps = [], [], []
