@@ -277,8 +277,7 @@ def open_run(
     timings = timings if timings is not None else Timings()
     memory = memory if memory is not None else PhaseMemory(device)
     started = time.perf_counter()
-    if device.type == "cuda" and device.index is not None:
-        torch.cuda.set_device(device)  # so a workload's bare "cuda" tensors land here too
+    # `PhaseMemory(device)` initialised CUDA there and made it the current card (`init_cuda`).
     memory.start()
     factory = load_workload(spec.workload)
     seed_everything(spec.seed)
