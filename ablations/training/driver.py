@@ -2,12 +2,13 @@
 
     record = execute(spec)          # execute(spec, hook) checkpoints and resumes
 
-In order: seed every RNG, build the workload on the device, check the input report
-(truncation), run the restart check if one is given, resume from a checkpoint, then train step
-by step, evaluating every `eval_every` steps and at the last step. A pilot (`spec.until`) is
-the prefix of its main run: built with the run's `steps`, it trains to `until`, commits a
-checkpoint there (before any evaluation the uninterrupted run would not make, so the main run
-resumes bitwise from it) and evaluates there: that evaluation is what the gate reads.
+In order: seed every RNG, build the workload on the device (refused when its data digest is not
+the plan's registered `data_sha256`), check the input report (truncation), run the restart
+check if one is given, resume from a checkpoint, then train step by step, evaluating every
+`eval_every` steps and at the last step. A pilot (`spec.until`) is the prefix of its main run:
+built with the run's `steps`, it trains to `until`, commits a checkpoint there (before any
+evaluation the uninterrupted run would not make, so the main run resumes bitwise from it) and
+evaluates there: that evaluation is what the gate reads.
 
 The loop never reads a loss back per step: losses stay on the device and come to the host
 together, one sync per window (see `RunLoop.flush`). Whatever the run does, the caller gets
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ablations.errors import InfrastructureError, WorkloadError
+from ablations.errors import DataError, InfrastructureError, WorkloadError
 from ablations.hooks import CheckpointHook, RunHistory
 from ablations.preemption import TERMINATE
 from ablations.records import (
@@ -52,7 +53,7 @@ from ablations.training.stop_rules import (
     quality_stop,
     truncation_stop,
 )
-from ablations.workload import Evaluation, Workload, load_workload
+from ablations.workload import Evaluation, Workload, data_digest, data_digest_problem, load_workload
 
 RestartCheck = Callable[[RunSpec], Stop | None]
 """Returns a `restart` stop when the run's checkpoints cannot be reloaded exactly."""
@@ -282,6 +283,9 @@ def open_run(
     factory = load_workload(spec.workload)
     seed_everything(spec.seed)
     workload = factory.build(spec.params, seed=spec.seed, device=device, steps=spec.steps)
+    refused = data_digest_problem(workload, spec.data_sha256)
+    if refused is not None:  # the data check passed elsewhere: this machine has other bytes
+        raise DataError(str(refused))
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # once: the copies to the device count as loading
     memory.stop("build")
@@ -421,8 +425,7 @@ def _record_pending(loop: RunLoop | None) -> None:
 
 def _environment(device: torch.device, workload: Workload | None = None) -> RunEnvironment:
     cuda = device.type == "cuda" and torch.cuda.is_available()
-    digest = getattr(workload, "data_sha256", None)  # optional: see ablations.workload
-    data = str(digest()) if callable(digest) else None
+    data = data_digest(workload)  # optional: see ablations.workload
     return RunEnvironment(
         torch=torch.__version__,
         cuda=torch.version.cuda,
