@@ -10,9 +10,11 @@ built with the run's `steps`, it trains to `until`, commits a checkpoint there (
 evaluation the uninterrupted run would not make, so the main run resumes bitwise from it) and
 evaluates there: that evaluation is what the gate reads.
 
-The loop never reads a loss back per step: losses stay on the device and come to the host
-together, one sync per window (see `RunLoop.flush`). Whatever the run does, the caller gets
-a `RunRecord`; a run that raises is `failed`, never an exception out of `execute`.
+The loop never waits for the device in its hot path: losses stay there and are copied to the
+host a window at a time without blocking (`losses.py`); the loop waits only where it must have
+them all (an evaluation, a checkpoint, the end of a segment: `RunLoop.flush`). Whatever the run
+does, the caller gets a `RunRecord`; a run that raises is `failed`, never an exception out of
+`execute`.
 
 `open_run` and `RunLoop.advance(until)` are the pieces `execute` is made of; a restart check
 drives two loops with them (advance, save, advance; resume, advance) and compares the losses.
@@ -44,6 +46,7 @@ from ablations.records import (
     Timings,
     rejection_of,
 )
+from ablations.training.losses import LossReadback
 from ablations.training.memory import PhaseMemory
 from ablations.training.run_files import write_run_files
 from ablations.training.stop_rules import (
@@ -97,13 +100,13 @@ class RunLoop:
         self.end = spec.until if spec.until is not None else spec.steps
         self.last_evaluation: Evaluation | None = None
         self.evaluated_at: int | None = None
-        self._pending: list[torch.Tensor] = []
         rule = spec.stop_rules.non_finite_loss
-        # Losses wait on the device and are read back together every `check_every` steps (at
-        # the evaluation cadence when the rule is off): `.item()` per step would make the host
-        # wait for the GPU every step and empty its launch queue; one read per window costs a
-        # single sync. The price is that a NaN is seen up to `check_every - 1` steps late; the
-        # stop still names the exact step where it appeared.
+        # Losses stay on the device and are sent to the host a window at a time, every
+        # `check_every` steps (at the evaluation cadence when the rule is off), without waiting
+        # for the device (`losses.py`): `.item()` per step, or even a blocking read per window,
+        # empties a GPU's launch queue. A NaN is seen once its window has arrived, up to
+        # `check_every - 1` steps late plus the device's lag; the stop names the exact step.
+        self.losses = LossReadback(device)
         self.flush_every = rule.check_every if rule.enabled else spec.eval_every
         self._segment_start: float | None = None
         self._window_start = 0.0
@@ -154,17 +157,22 @@ class RunLoop:
         try:
             while self.step < until:
                 step = self.step + 1
-                # detach: a loss holding its graph would keep activations alive until the flush
-                self._pending.append(workload.train_step(step).detach())
+                self.losses.add(step, workload.train_step(step))
                 self.step = step
                 evaluate = step % spec.eval_every == 0 or step == spec.steps
                 save = hook is not None and (
                     hook.due(step, self.train_seconds()) or step == spec.until
                 )
-                if evaluate or save or step % self.flush_every == 0 or step == until:
-                    stop = self.flush()
-                    if stop is not None:
-                        return stop
+                stop = None
+                if evaluate or save or step == until:
+                    stop = self.flush()  # every loss on the host: the one wait
+                elif step % self.flush_every == 0:
+                    self.losses.send()
+                    stop = self._receive(wait=False)
+                elif self.losses.in_flight:
+                    stop = self._receive(wait=False)
+                if stop is not None:
+                    return stop
                 if evaluate:
                     stop = self._evaluate(step)
                     if stop is not None:
@@ -190,18 +198,28 @@ class RunLoop:
         raise Interrupted(step, saved=save)
 
     def flush(self) -> Stop | None:
-        """Read the pending losses back (one device sync), record them and check them."""
-        if not self._pending:
+        """Wait for every loss (one device sync), record them and check them."""
+        return self._receive(wait=True)
+
+    def _receive(self, wait: bool) -> Stop | None:
+        """Record the windows that have arrived (all of them, waiting, with `wait`) and check
+        them; a non-finite loss stops the run, with every loss trained so far recorded."""
+        windows = self.losses.drain() if wait else self.losses.arrived()
+        if not windows:
             return None
-        values = torch.stack([loss.reshape(()) for loss in self._pending]).float().cpu().tolist()
-        self._pending.clear()
-        self.history.losses.extend(values)
+        rule = self.spec.stop_rules.non_finite_loss
+        stop: Stop | None = None
+        for first, values in windows:
+            self.history.losses.extend(values)
+            stop = stop or non_finite_stop(rule, values, first, self.step)
         now = time.perf_counter()
-        # Per-step time over the window, measured at the sync so a GPU's queued work counts.
-        self.history.step_seconds.append((now - self._window_start) / len(values))
+        # Per-step time over what arrived, measured on arrival so a GPU's queued work counts.
+        received = sum(len(values) for _, values in windows)
+        self.history.step_seconds.append((now - self._window_start) / received)
         self._window_start = now
-        first = self.step - len(values) + 1
-        return non_finite_stop(self.spec.stop_rules.non_finite_loss, values, first, self.step)
+        if stop is not None and not wait:
+            self._receive(wait=True)  # the steps trained since: recorded, never checked again
+        return stop
 
     def train_seconds(self) -> float:
         """Wall seconds spent training so far (evaluation and checkpoints excluded)."""
@@ -420,7 +438,7 @@ def _record_pending(loop: RunLoop | None) -> None:
     try:
         loop.flush()
     except Exception:  # after a CUDA fault nothing can be read back; the error says why
-        loop._pending.clear()
+        loop.losses.discard()
 
 
 def _environment(device: torch.device, workload: Workload | None = None) -> RunEnvironment:
