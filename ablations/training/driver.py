@@ -149,27 +149,28 @@ class RunLoop:
 
     def advance(self, until: int) -> Stop | None:
         """Train until `until` steps are done (capped at `end`); the stop if a rule fired."""
-        spec, hook, workload = self.spec, self.hook, self.workload
+        spec, hook, workload, losses = self.spec, self.hook, self.workload, self.losses
         until = min(until, self.end)
         # Read once per step: a plain attribute a signal handler sets (no syscall, no sync).
         terminate = TERMINATE if self.interruptible else None
+        eval_every, last, flush_every = spec.eval_every, spec.steps, self.flush_every
         self._begin_segment()
         try:
             while self.step < until:
                 step = self.step + 1
-                self.losses.add(step, workload.train_step(step))
+                losses.add(step, workload.train_step(step))
                 self.step = step
-                evaluate = step % spec.eval_every == 0 or step == spec.steps
+                evaluate = step % eval_every == 0 or step == last
                 save = hook is not None and (
                     hook.due(step, self.train_seconds()) or step == spec.until
                 )
                 stop = None
                 if evaluate or save or step == until:
                     stop = self.flush()  # every loss on the host: the one wait
-                elif step % self.flush_every == 0:
-                    self.losses.send()
+                elif step % flush_every == 0:
+                    losses.send()
                     stop = self._receive(wait=False)
-                elif self.losses.in_flight:
+                elif losses.in_flight:
                     stop = self._receive(wait=False)
                 if stop is not None:
                     return stop

@@ -74,19 +74,20 @@ class LossReadback:
     @property
     def in_flight(self) -> bool:
         """Whether a window was sent and not yet received."""
-        return bool(self._sent)
+        return len(self._sent) > 0
 
     def add(self, step: int, loss: torch.Tensor) -> None:
         """Keep step `step`'s loss (detached: a graph kept alive would hold the activations)."""
         if not self._pending:
             self._first = step
-        self._pending.append(loss.detach())
+        self._pending.append(loss.detach() if loss.requires_grad else loss)
 
     def send(self) -> None:
         """Start copying the losses added since the last send to the host."""
         if not self._pending:
             return
-        stacked = torch.stack([loss.reshape(()) for loss in self._pending]).float()
+        count = len(self._pending)  # one value each: a loss of any other size is refused here
+        stacked = torch.stack(self._pending).reshape(count).float()
         self._pending.clear()
         if self._marker is None:
             self._sent.append(Window(self._first, stacked.cpu(), None))
