@@ -106,7 +106,7 @@ class RunLoop:
         # for the device (`losses.py`): `.item()` per step, or even a blocking read per window,
         # empties a GPU's launch queue. A NaN is seen once its window has arrived, up to
         # `check_every - 1` steps late plus the device's lag; the stop names the exact step.
-        self.losses = LossReadback(device)
+        self.losses = LossReadback()
         self.flush_every = rule.check_every if rule.enabled else spec.eval_every
         self._segment_start: float | None = None
         self._window_start = 0.0

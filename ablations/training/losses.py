@@ -61,11 +61,9 @@ class Window:
 class LossReadback:
     """Losses added step by step, sent to the host a window at a time, received in order."""
 
-    def __init__(self, device: torch.device, marker: Callable[[], Marker] | None = None) -> None:
-        # On a card the copy is asynchronous and an event marks its end; elsewhere `.cpu()`
-        # returns with the values there (a `marker` may stand in for a card's events in tests).
-        if marker is None and device.type == "cuda":
-            marker = torch.cuda.Event
+    def __init__(self, marker: Callable[[], Marker] | None = None) -> None:
+        # Losses on a card are copied asynchronously and an event marks the copy's end; losses
+        # on the host are there when sent (`marker` stands in for a card's events in tests).
         self._marker = marker
         self._pending: list[torch.Tensor] = []
         self._first = 0
@@ -89,12 +87,13 @@ class LossReadback:
         count = len(self._pending)  # one value each: a loss of any other size is refused here
         stacked = torch.stack(self._pending).reshape(count).float()
         self._pending.clear()
-        if self._marker is None:
+        make = self._marker or (torch.cuda.Event if stacked.is_cuda else None)
+        if make is None:
             self._sent.append(Window(self._first, stacked.cpu(), None))
             return
         # A non-blocking copy to the host lands in pinned memory (torch allocates it so).
         values = stacked.to("cpu", non_blocking=True)
-        marker = self._marker()
+        marker = make()
         marker.record()
         self._sent.append(Window(self._first, values, marker))
 

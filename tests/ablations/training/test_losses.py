@@ -19,8 +19,6 @@ from ablations.training.losses import LossReadback
 from tests.ablations.training.test_driver import digits_spec, losses_of
 from tests.ablations.training.test_stop_rules import DIVERGES
 
-CPU = torch.device("cpu")
-
 
 class LaggingDevice:
     """Makes markers that arrive once `lag` more windows were sent after theirs (a device
@@ -59,7 +57,7 @@ def test_the_loop_waits_only_where_it_needs_every_loss() -> None:
     )
     lagging = LaggingDevice(lag=1)
     loop = open_run(spec)
-    loop.losses = LossReadback(CPU, marker=lagging)
+    loop.losses = LossReadback(marker=lagging)
     assert loop.prepare() is None
     assert loop.advance(50) is None
     assert loop._evaluate(50) is None
@@ -73,9 +71,7 @@ def test_the_loop_waits_only_where_it_needs_every_loss() -> None:
 def test_a_nan_seen_late_still_names_its_step(lag: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The NaN of step 2 arrives `lag` steps after its window was sent: the stop names step 2,
     and the steps trained meanwhile are recorded, as the run's."""
-    monkeypatch.setattr(
-        driver, "LossReadback", lambda device: LossReadback(device, LaggingDevice(lag))
-    )
+    monkeypatch.setattr(driver, "LossReadback", lambda: LossReadback(LaggingDevice(lag)))
     record = execute(
         digits_spec(params=DIVERGES, stop_rules={"non_finite_loss": {"check_every": 1}})
     )
@@ -87,7 +83,7 @@ def test_a_nan_seen_late_still_names_its_step(lag: int, monkeypatch: pytest.Monk
 
 
 def test_on_a_cpu_windows_arrive_as_they_are_sent() -> None:
-    readback = LossReadback(CPU)
+    readback = LossReadback()
     for step in range(1, 4):
         readback.add(step, torch.tensor(float(step)))
     readback.send()
