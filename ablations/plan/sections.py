@@ -390,8 +390,9 @@ class NonFiniteLossRule(Section):
     enabled: bool = True
     """Whether the rule is active."""
     check_every: PositiveInt = 10
-    """Steps between checks. Losses are accumulated on the device and read back only at a
-    check, so a GPU is never forced to synchronize on every step."""
+    """Steps between checks. Losses stay on the device and are copied to the host a window of
+    this many steps at a time without the loop waiting for it (a GPU never synchronizes in
+    the hot path); a NaN is seen once its window has arrived, a few steps later on a card."""
 
 
 class QualityRule(Section):
