@@ -12,7 +12,8 @@ card's utilisation and memory are sampled (NVML, else nvidia-smi; none on CPU). 
 from the completion records: main-phase runs per hour (runs / first start to last end),
 tokens per second over all slots, median seconds per step, mean GPU utilisation over the main
 phase, peak reserved memory per run against the probe's prediction. Then which k was fastest
-and what `slots_per_device: auto` picks from the probe (`plan_slots`, as `ablate run` does).
+and what `slots_per_device: auto` picks from the probe (`plan_slots`, as `ablate run` does),
+and the probe's step time against the 1-slot campaign's.
 Writes DIR/size.json and DIR/SIZE.md; prints the table. Exit 1 when no campaign finished.
 
 Runs of 40 steps are short next to a real campaign's: the builds, evaluations and final saves
@@ -266,11 +267,13 @@ def main() -> int:
         min(args.probe_cap, left()), out / "probe.log",
     )  # fmt: skip
     probe_json = out / "probe" / "probe.json"
-    predicted = auto = None
+    predicted = auto = probe_step = None
     if probe_json.is_file():
         from ablations.probe.sweep import read
 
-        predicted = read(probe_json).planned_peak_bytes
+        probe = read(probe_json)
+        predicted = probe.planned_peak_bytes
+        probe_step = next((p.step_seconds for p in probe.points if p.ok and p.planned), None)
         auto = auto_slots(first, probe_json)
     print(f"probe: {'ok' if code == 0 else f'exit {code}'} in {wall:.0f} s; planned peak "
           f"{(predicted or 0) / 2**20:.0f} MiB; slots_per_device auto -> {auto}")  # fmt: skip
@@ -292,16 +295,24 @@ def main() -> int:
         print(f"{k} slot(s): exit {code}, {wall:.0f} s, {shown(figures.get('statuses', {}))}, "
               f"{figures.get('runs_per_hour') or 0:.0f} main runs/h")  # fmt: skip
     said = verdict(results, auto)
+    alone = results.get(1, {}).get("step_ms")
+    stepped = (
+        f"probe's planned step {probe_step * 1e3:.1f} ms; the 1-slot campaign's median "
+        f"{alone:.1f} ms ({probe_step * 1e3 / alone - 1:+.1%})"
+        if probe_step and alone
+        else "probe's planned step against the 1-slot campaign's: not both measured"
+    )
     lines = [
         f"# Size campaign ({'CPU, tiny' if args.cpu else 'card'}): charlm, {args.steps} steps",
-        "", *table(results, predicted), "", said,
+        "", *table(results, predicted), "", said, stepped,
         f"probe's planned peak (reserved): {(predicted or 0) / 2**20:.0f} MiB; 'vs probe' is a "
         "run's peak over it. Runs this short weigh builds and saves more than a real "
         "campaign's, which favours several runs per card.",
     ]  # fmt: skip
     (out / "SIZE.md").write_text("\n".join(lines) + "\n")
     summary = {"steps": args.steps, "cpu": args.cpu, "predicted_peak": predicted,
-               "auto_slots": auto, "campaigns": results, "verdict": said}  # fmt: skip
+               "probe_step_s": probe_step, "auto_slots": auto, "campaigns": results,
+               "verdict": said}  # fmt: skip
     (out / "size.json").write_text(json.dumps(summary, indent=2, default=str))
     print("\n".join(lines[2:]))
     return 0 if any(f.get("exit") == 0 for f in results.values()) else 1
