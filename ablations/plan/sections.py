@@ -15,6 +15,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
     model_validator,
@@ -48,6 +49,7 @@ PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 _CAMPAIGN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _ENTRY_POINT = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", re.ASCII)
 COMMAND_ENTRY = "ablations.byo.command:CommandWorkload"
 """The workload entry a plan's `workload.command` stands for (any program, see ablations.byo)."""
@@ -178,17 +180,31 @@ class WorkloadSection(Section):
     into the registration and the manifest: a rerun into a folder whose runs trained with
     other code is refused. Default: the command's script's folder, or the package of each
     module the workload names; a built-in workload is the installed package's own (its version
-    is recorded)."""
+    is recorded). Left out of the plan hash when unset."""
+    data_sha256: str | None = None
+    """The sha256 of the data every run must read, as the workload reports it (its
+    `data_sha256()`; charlm's: the selection of the built-in corpus its `corpus_bytes` makes).
+    The data check refuses other data, and so does each run, so a registered plan means the
+    same bytes on every machine. The refusal prints the digest found. Left out of the plan
+    hash when unset. Not for `command`, `lightning` or `hf_trainer`: their data is their own."""
 
     _finite = field_validator("params")(_finite_params)
 
+    @field_validator("data_sha256")
+    @classmethod
+    def _digest_shape(cls, value: str | None) -> str | None:
+        if value is not None and not _SHA256.fullmatch(value):
+            raise ValueError("must be a sha256: 64 lowercase hexadecimal digits")
+        return value
+
     @model_serializer(mode="wrap")
-    def _without_default_code(self, handler: Any) -> Any:
-        """`code` left out while unset: the plan hash of a plan without it stays what it was
-        before the field existed (a registered folder still accepts its plan)."""
-        data = handler(self)
-        if self.code is None and isinstance(data, dict):
-            data.pop("code", None)
+    def _unset_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Plans registered before `code` and `data_sha256` existed keep their hash (and run
+        ids): each is left out while unset."""
+        data: dict[str, Any] = handler(self)
+        for name in ("code", "data_sha256"):
+            if data.get(name) is None:
+                data.pop(name, None)
         return data
 
     @property
@@ -226,6 +242,11 @@ class WorkloadSection(Section):
             entry = data.get("entry", adapter)
             if entry != adapter:
                 raise ValueError(f"give `entry` or `{given[0]}`, not both (entry {entry!r})")
+            if data.get("data_sha256") is not None:
+                raise ValueError(
+                    f"data_sha256 is checked against a workload's data_sha256(); a "
+                    f"`{given[0]}` run reads its own data: leave it out"
+                )
             data = {**data, "entry": adapter}
         return data
 
@@ -377,8 +398,9 @@ class NonFiniteLossRule(Section):
     enabled: bool = True
     """Whether the rule is active."""
     check_every: PositiveInt = 10
-    """Steps between checks. Losses are accumulated on the device and read back only at a
-    check, so a GPU is never forced to synchronize on every step."""
+    """Steps between checks. Losses stay on the device and are copied to the host a window of
+    this many steps at a time without the loop waiting for it (a GPU never synchronizes in
+    the hot path); a NaN is seen once its window has arrived, a few steps later on a card."""
 
 
 class QualityRule(Section):
