@@ -90,6 +90,11 @@ class WorkloadError(InputError):
     """The user's workload could not be imported or does not follow the protocol."""
 
 
+class MissingMetric(WorkloadError):
+    """The training code evaluated without the plan's metric, or never by its last step: a
+    defect of the code or the plan (the gate answers `fix`), not an answer to the question."""
+
+
 class DataError(InputError):
     """A workload's data is not the data it must be: the built-in corpus differs from the one
     this version declares, a selection of it is unusable, or a plan registers another digest."""

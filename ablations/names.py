@@ -60,6 +60,11 @@ PREDICTIONS = "predictions"
 """Per-run predictions on the held-out set: `predictions/<run_id>.csv`."""
 MODELS = "models"
 """Final weights of accepted runs: `models/<run_id>.pt`."""
+LOGS = "logs"
+"""What each run's code printed (`logs/<run_id>.log`, `logs/preflight.log`): frameworks' tips
+and warnings, a command's own lines. Appended to as jobs run; not part of the verified record."""
+PREFLIGHT_LOG = f"{LOGS}/preflight.log"
+"""The preflight's output (the restart check trains the workload three times)."""
 RUN_FOLDERS = (METRICS, PREDICTIONS, RECORDS, MODELS)
 """The folders holding one file (or two) per run."""
 WRITTEN_FOLDERS = ("", *RUN_FOLDERS)
@@ -69,7 +74,7 @@ TOP_LEVEL = frozenset(
     {
         *(MANIFEST, PLAN, RUNS_CSV, REPORT, REPORT_HTML, RELOAD, *PLOTS),
         *(REGISTRATION, PROJECTION, PREFLIGHT, GATE, LOOKS, REFRAME_DRAFT),
-        *(LEDGER, LEDGER_LOCK, LOCK, PROBE_JSON, PROBE_MD),
+        *(LEDGER, LEDGER_LOCK, LOCK, PROBE_JSON, PROBE_MD, LOGS),
         *RUN_FOLDERS,
     }
 )
@@ -79,6 +84,11 @@ TOP_LEVEL = frozenset(
 def record_name(run_id: str) -> str:
     """The run's completion record, relative to the folder (as the manifest names it)."""
     return f"{RECORDS}/{run_id}.json"
+
+
+def run_log_name(run_id: str) -> str:
+    """The run's log, relative to the folder: what its code printed."""
+    return f"{LOGS}/{run_id}.log"
 
 
 def run_file_names(run_id: str) -> dict[str, str]:

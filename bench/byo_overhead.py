@@ -2,13 +2,15 @@
 
 `--surface command` (the default), `lightning` or `hf`, each printing one summary line.
 
-command: bare: `python SCRIPT` with no `ABLATE_*` variables (`ablate_report` calls are
-no-ops). Driven:
-`ablations.byo.run.execute` on a spec running the same script for the same steps (a report,
-its JSON reply and the stop-rule checks per step; checkpoints off, as the bare run has none).
-Trials are interleaved in pairs; the overhead is the median of the paired wall-time ratios
-minus 1, plus the per-step cost in microseconds (the process start and torch import are in
-both sides, so the per-step figure is the one that scales).
+command: the recipe's script (ablations/recipes/command/train.py) run bare, with no
+`ABLATE_*` variables (`ablate_report` calls are no-ops), and driven, through
+`ablations.byo.run.execute` for the same steps (its reports, the campaign's replies and the
+stop-rule checks; checkpoints off, as the bare run has none). Measured per step, not per
+process: both sides run the script through the same wrapper (`TIMER`), which notes the time
+each `ablate.report` call returns, so a step's time is (last report - first report) / (steps
+- 1): the process start, torch's import and the data are in neither. The overhead is the
+median over paired trials of the driven step time over the bare one, minus 1; `--width` sizes
+the model (160: a bare step of about 0.56 ms on one thread of the shared 2-core machine).
 
 lightning: bare is `trainer.fit` of the test suite's `Net` and `Sine` (tests/ablations/byo/
 lightning_net.py) with the Trainer settings the adapter uses and no callback; driven is
@@ -18,7 +20,7 @@ read each step on CPU, validation every `eval_every` steps as bare). hf: bare is
 `TrainingArguments`; driven is `execute` of the same (the callback and the loss hook). Both
 in one process, after one warm-up pair (imports, the corpus); checkpoints off on both sides.
 
-    .venv/bin/python bench/byo_overhead.py --steps 2000 --repeats 5
+    .venv/bin/python bench/byo_overhead.py --steps 2000 --repeats 9 --width 160
     .venv/bin/python bench/byo_overhead.py --surface lightning --steps 400 --repeats 5
     .venv/bin/python bench/byo_overhead.py --surface hf --steps 100 --repeats 3
 """
@@ -46,32 +48,65 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' Light
 SCRIPT = Path(__file__).parents[1] / "ablations" / "recipes" / "command" / "train.py"
 
 
-def bare(steps: int) -> float:
+TIMER = """
+import sys, time
+import ablate_report as ablate
+
+marks, report = [], ablate.report
+
+
+def timed(step, loss=None, **metrics):
+    reply = report(step, loss, **metrics)
+    marks.append(time.perf_counter())
+    return reply
+
+
+ablate.report = timed
+if {steps}:  # bare: the script's step count comes from ablate.steps(300)
+    ablate.steps = lambda default=0: {steps}
+sys.argv = [{script!r}, *sys.argv[1:]]
+try:
+    exec(compile(open({script!r}).read(), {script!r}, "exec"), {{"__name__": "__main__"}})
+finally:
+    with open({out!r}, "w") as handle:
+        handle.write(repr((marks[-1] - marks[0]) / (len(marks) - 1)))
+"""
+"""The script, run with each `ablate.report` call's return time noted (`{steps}`: the step
+count of a bare run, 0 under ablate), writing seconds per step to `{out}` at its end."""
+
+
+def timer(folder: Path, steps: int) -> tuple[Path, Path]:
+    """(the wrapper script, the file it writes seconds per step to)."""
+    out = folder / f"step-seconds-{steps}"
+    wrapper = folder / f"timed-{steps}.py"
+    wrapper.write_text(TIMER.format(steps=steps, script=str(SCRIPT), out=str(out)))
+    return wrapper, out
+
+
+def bare(steps: int, width: int, folder: Path) -> float:
+    """Seconds per step of the script run bare."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ABLATE_")}
     env["PYTHONPATH"] = str(HELPER_DIR)
     env["OMP_NUM_THREADS"] = "1"
-    started = time.perf_counter()
-    # the bare script reads its step count from ablate.steps(300): pass it through a shim
-    code = f"import sys, ablate_report as a; a.steps = lambda d=0: {steps}; sys.argv = ['t']; "
-    code += f"exec(open({str(SCRIPT)!r}).read())"
-    subprocess.run([sys.executable, "-c", code], env=env, check=True)
-    return time.perf_counter() - started
+    wrapper, out = timer(folder, steps)
+    subprocess.run([sys.executable, str(wrapper), "--width", str(width)], env=env, check=True)
+    return float(out.read_text())
 
 
-def driven(steps: int, out: Path) -> float:
+def driven(steps: int, width: int, folder: Path) -> float:
+    """Seconds per step of the script under `execute` (a command run's whole path)."""
+    wrapper, out = timer(folder, 0)
     spec = RunSpec(
         run_id="bench", campaign_id="bench", plan_hash="0" * 16, variant="control",
-        category="essential", phase="main", seed=0, params={"lr": 0.05, "width": 16},
+        category="essential", phase="main", seed=0, params={"lr": 0.05, "width": width},
         steps=steps, eval_every=50, workload=COMMAND_ENTRY,
-        command=["python", str(SCRIPT), "--lr", "{lr}", "--width", "{width}"], metric="mse",
-        direction="minimize", threshold=10.0, out_dir=str(out),
+        command=["python", str(wrapper), "--lr", "{lr}", "--width", "{width}"], metric="mse",
+        direction="minimize", threshold=10.0, out_dir=str(folder / "out"),
     )  # fmt: skip
     os.environ["OMP_NUM_THREADS"] = "1"
-    started = time.perf_counter()
     record = execute(spec, CommandWorkload)
-    seconds = time.perf_counter() - started
     assert record.status == "accepted" and record.steps_done == steps, record
-    return seconds
+    return float(out.read_text())
 
 
 NET = "tests.ablations.byo.lightning_net"
@@ -144,19 +179,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--surface", choices=["command", "lightning", "hf"], default="command")
     parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--width", type=int, default=160, help="command: the script's --width")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    ratios, per_step = [], []
+    ratios, per_step, bare_steps = [], [], []
     with tempfile.TemporaryDirectory() as out:
-        if args.surface != "command":
-            torch.set_num_threads(1)  # both sides alike, and steady on a shared machine
-            spec = spec_of(args.surface, args.steps, Path(out))
-            bare_framework(spec), driven_framework(spec)  # warm-up: imports, the corpus
+        if args.surface == "command":
+            for _ in range(args.repeats):
+                b = bare(args.steps, args.width, Path(out))
+                d = driven(args.steps, args.width, Path(out))
+                ratios.append(d / b)
+                per_step.append((d - b) * 1e6)
+                bare_steps.append(b * 1e3)
+            print(
+                f"command workload, {args.steps} steps (a bare step "
+                f"{statistics.median(bare_steps):.3f} ms, width {args.width}) x "
+                f"{args.repeats}: overhead per step {statistics.median(ratios) - 1:+.1%}, "
+                f"{statistics.median(per_step):.0f} us per step (median of paired trials; "
+                f"each {', '.join(f'{r - 1:+.1%}' for r in ratios)})"
+            )
+            return
+        torch.set_num_threads(1)  # both sides alike, and steady on a shared machine
+        spec = spec_of(args.surface, args.steps, Path(out))
+        bare_framework(spec), driven_framework(spec)  # warm-up: imports, the corpus
         for _ in range(args.repeats):
-            if args.surface == "command":
-                b, d = bare(args.steps), driven(args.steps, Path(out))
-            else:
-                b, d = bare_framework(spec), driven_framework(spec)
+            b, d = bare_framework(spec), driven_framework(spec)
             ratios.append(d / b)
             per_step.append((d - b) / args.steps * 1e6)
     print(

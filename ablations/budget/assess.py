@@ -275,6 +275,7 @@ def assess_plan(
     accepted: int | None = None,
     probe: ProbeResult | None = None,
     runs: Sequence[PlannedRun] | None = None,
+    slots: int | None = None,
 ) -> BudgetAssessment:
     """The plan's registered runs against its package.
 
@@ -282,6 +283,8 @@ def assess_plan(
     step, evaluation and build times `ablate probe` measured), else from the plan's
     `budget.estimate`. `accepted` overrides the count taken from the records. `runs`: the
     plan's runs when the caller has them already (a loaded `Campaign`'s), else built here.
+    `slots`: the slots the runs will have (`ablate plan`: those `ablate run` opens on this
+    machine); default, the package's cards as the plan's `resources` use them.
     """
     catalog = Catalog(plan.budget.offers)
     package = catalog.resolve(plan.budget.package)
@@ -291,7 +294,8 @@ def assess_plan(
     estimate = plan.budget.estimate if probe is None else probe.estimate(plan.budget.estimate)
     if pilot:
         estimate = estimate_from_records(pilot, plan)
-    projection = project(plan, runs, estimate, slot_count(plan, package.cards))
+    slots = slot_count(plan, package.cards) if slots is None else slots
+    projection = project(plan, runs, estimate, slots)
     rejections: list[str] = []
     if records:
         rejections = rejection_reasons(records)

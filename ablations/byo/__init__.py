@@ -6,6 +6,11 @@ command.py        any program (`workload.command`): env vars in, JSON lines out
 helper/          `ablate_report.py`, the stdlib-only helper a Python script imports
 lightning.py      a LightningModule and DataModule (`workload.lightning`): a Callback
 hf.py             a Hugging Face Trainer (`workload.hf_trainer`): a TrainerCallback
+restart.py        the preflight's restart check for them, naming the cause of an inexact resume
+trace.py          what the check's runs saw (batch and state digests), for naming the cause
+generators.py     the random generators as one value (checkpointed; forked around evaluation)
+data.py           `ResumableLoader`: a map-style dataset's loader that resumes mid-epoch
+probe.py          `ablate probe` for them
 
 An external workload is the object a plan's `workload.entry` names when it has
 `run_external(spec, session)` instead of `build`: it runs the framework's loop, reporting
@@ -14,10 +19,14 @@ to `session` and obeying its replies (see `ExternalWorkload`).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 if TYPE_CHECKING:
     from ablations.byo.session import Session
+    from ablations.plan.sections import WorkloadSection
     from ablations.records import RunSpec
 
 
@@ -77,3 +86,63 @@ def external_entry(entry: str) -> bool:
         return is_external(load_workload(entry))
     except Exception:  # an entry that does not import is reported where it is used
         return False
+
+
+def run_variables(spec: RunSpec) -> dict[str, str]:
+    """What the run's code may read from its environment (`ablate_report` reads them): seed,
+    length, evaluation cadence, and whether this process trains a pilot and how far."""
+    return {
+        "ABLATE_SEED": str(spec.seed),
+        "ABLATE_STEPS": str(spec.steps),  # the run's length: LR schedules see the real one
+        "ABLATE_UNTIL": str(spec.until if spec.until is not None else spec.steps),
+        "ABLATE_PHASE": spec.phase,
+        "ABLATE_EVAL_EVERY": str(spec.eval_every),
+    }
+
+
+@contextmanager
+def run_environment(spec: RunSpec) -> Iterator[None]:
+    """`run_variables(spec)` in this process's environment while a framework's run trains in
+    it (a Lightning module or a `make_trainer` reads them as a command does; the worker runs
+    one run at a time), as they were afterwards. `ABLATE_RUN_ID` is not among them: an
+    `ablate_report.report` call in such code stays a no-op (the adapter reports)."""
+    variables = run_variables(spec)
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+KEPT_MODEL = {
+    "command": "a command's model is its program's own: its runs export their losses, "
+    "evaluations and predictions, no weights",
+    "lightning": "a Lightning run's model is in Lightning's checkpoints in the checkpoint "
+    "store (verify checks they are committed), not a models/ file",
+    "hf_trainer": "a Trainer run's model is in its checkpoint-N folders in the checkpoint "
+    "store (verify checks they are committed), not a models/ file",
+}
+"""Where an adapter's run keeps its model, by the plan's field naming the adapter."""
+
+
+def adapter_field(workload: WorkloadSection) -> str | None:
+    """The plan field naming the workload's adapter (`command`, `lightning`, `hf_trainer`),
+    or None for a workload class."""
+    return next((name for name in KEPT_MODEL if getattr(workload, name) is not None), None)
+
+
+def verify_scope(workload: WorkloadSection) -> str:
+    """What `ablate verify` checks of this workload's runs, as one sentence."""
+    checked = (
+        "`ablate verify` re-hashes every file manifest.json lists and checks each run's "
+        "checkpoints are committed"
+    )
+    adapter = adapter_field(workload)
+    if adapter is None:
+        return f"{checked}, and re-evaluates each accepted run's final model (models/) afresh."
+    return f"{checked}; it re-evaluates no model: {KEPT_MODEL[adapter]}."

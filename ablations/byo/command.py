@@ -4,8 +4,10 @@ The run's parameters replace `{name}` in the arguments; the rest arrives in the 
 
     ABLATE_RUN_ID          the run's id (its presence tells the helper it is under ablate)
     ABLATE_SEED            the run's seed
-    ABLATE_STEPS           the run's length in steps (a pilot is told to stop earlier)
-    ABLATE_EVAL_EVERY      evaluate every this many steps, and at the last one
+    ABLATE_STEPS           the run's length in steps (for LR schedules; a pilot stops earlier)
+    ABLATE_UNTIL           the last step this process trains: a pilot's last, else the run's
+    ABLATE_PHASE           `pilot` or `main`
+    ABLATE_EVAL_EVERY      evaluate every this many steps, and at the last step it trains
     ABLATE_DEVICE          `cuda` or `cpu`; CUDA_VISIBLE_DEVICES shows only the slot's card
     ABLATE_CHECKPOINT_DIR  an empty folder: save the training state there when asked
     ABLATE_RESUME_DIR      on a resume only: the folder saved at ABLATE_RESUME_STEP, restored
@@ -15,11 +17,16 @@ The run's parameters replace `{name}` in the arguments; the rest arrives in the 
                            (read once the program exits; the error analysis's flips)
 
 The program prints one JSON object per line on stdout: `{"step": N, "loss": x, "metrics":
-{...}}` reports a step; `{"saved": N}` says the checkpoint folder holds step N complete. A
-message with `"reply": true` gets one JSON line back on stdin, `{"checkpoint": bool, "stop":
-bool}` (after `saved`: `{"ok": true}`, once the folder is copied). Any other line is the
-program's own output, passed through. A program that never asks for replies is stopped by
-SIGTERM, and cannot be asked for checkpoints.
+{...}}` reports a step; `{"steps": [N, ...], "losses": [x, ...], "metrics": {...}}` reports
+several at once (the metrics the last one's); `{"saved": N}` says the checkpoint folder holds
+step N complete. A message with `"reply": true` gets one JSON line back on stdin,
+`{"checkpoint": bool, "stop": bool, "next": M}` (after `saved`: `{"ok": true}`, once the folder
+is copied). A program may hold its reports back and send them together, and send some
+without asking (a round trip per step costs more than a sub-millisecond step): what those
+decide (checkpoint, stop) is answered at its next question, which must come within a fraction
+of a second, and at step `M` (the last step it trains, or an interval checkpoint's: those are
+exact). Any other line is the program's own output, passed through. A program that never asks
+for replies is stopped by SIGTERM, and cannot be asked for checkpoints.
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ from typing import IO, Any
 
 import torch
 
-from ablations.byo.session import Session
+from ablations.byo import run_variables
+from ablations.byo.session import Reply, Session
 from ablations.errors import WorkloadError
 from ablations.plan.sections import PLACEHOLDER, ParamValue, shown
 from ablations.records import RunSpec
@@ -86,11 +94,9 @@ def environment(spec: RunSpec, checkpoint: Path, resume: Path | None, step: int)
     env["PYTHONUNBUFFERED"] = "1"  # a report printed is a report read, not one in a buffer
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = f"{HELPER_DIR}{os.pathsep}{path}" if path else str(HELPER_DIR)
+    env.update(run_variables(spec))
     env.update(
         ABLATE_RUN_ID=spec.run_id,
-        ABLATE_SEED=str(spec.seed),
-        ABLATE_STEPS=str(spec.steps),
-        ABLATE_EVAL_EVERY=str(spec.eval_every),
         ABLATE_DEVICE=device.type,
         ABLATE_CHECKPOINT_DIR=str(checkpoint),
         ABLATE_RESUME_STEP=str(step),
@@ -104,6 +110,16 @@ def environment(spec: RunSpec, checkpoint: Path, resume: Path | None, step: int)
 
 class CommandWorkload:
     """The entry a plan's `workload.command` stands for (`COMMAND_ENTRY`)."""
+
+    resume_fixes = {
+        "nondeterministic": "seed every random source from ABLATE_SEED (ablate.seed()) and "
+        "avoid non-deterministic kernels",
+        "unknown": "save into ABLATE_CHECKPOINT_DIR, and load from ABLATE_RESUME_DIR, "
+        "everything the next steps depend on: the model, the optimizer, the data position "
+        "and the random generators (torch.get_rng_state(), numpy's, random's)",
+    }
+    """The restart check's fix for each cause it can find (`ablations.byo.restart`): a
+    program's batches and state are its own, so the check names the possibilities."""
 
     @classmethod
     def run_external(cls, spec: RunSpec, session: Session) -> None:
@@ -151,6 +167,11 @@ class _Conversation:
         process = self.process
         assert process.stdout is not None
         stopping = False
+        """The program was answered `stop`."""
+        asks = False
+        """It has asked for an answer (it can hear one: `ablate_report` batching its steps)."""
+        held = Reply(checkpoint=False, stop=False)
+        """What the reports sent without asking decided, for the next answer."""
         try:
             for line in process.stdout:
                 message = _message(line)
@@ -164,13 +185,16 @@ class _Conversation:
                 if stopping:  # it trains on after being told to stop: end it
                     self._terminate()
                     break
-                reply = self.session.report(
-                    int(message["step"]), message.get("loss"), message.get("metrics")
-                )
-                self._answer(message, {"checkpoint": reply.checkpoint, "stop": reply.stop})
-                stopping = reply.stop
-                if stopping and not message.get("reply"):
-                    self._terminate()  # it cannot hear the answer
+                if self.session.stop is None:  # after a rule fired, later steps are moot
+                    reply = self._report(message)
+                    held = Reply(held.checkpoint or reply.checkpoint, held.stop or reply.stop)
+                asks = asks or bool(message.get("reply"))
+                if message.get("reply"):
+                    answer = {"checkpoint": held.checkpoint, "stop": held.stop}
+                    self._answer(message, {**answer, "next": self.session.next_due()})
+                    stopping, held = held.stop, Reply(checkpoint=False, stop=False)
+                elif held.stop and not asks:
+                    self._terminate()  # it never asks: it cannot hear the answer
                     break
             code = process.wait(timeout=STOP_GRACE_SECONDS if stopping else None)
         except BaseException:
@@ -182,7 +206,16 @@ class _Conversation:
             tail = "".join(self.stderr).strip()
             raise WorkloadError(f"the command exited with {code}: {tail[-2000:]}")
 
-    def _answer(self, message: dict[str, Any], answer: dict[str, bool]) -> None:
+    def _report(self, message: dict[str, Any]) -> Reply:
+        """The session's reply to a report, or to steps reported together."""
+        metrics = message.get("metrics")
+        if "steps" in message:
+            losses = message.get("losses")
+            steps, losses = message["steps"], losses if isinstance(losses, list) else []
+            return self.session.report_batch(steps, losses, metrics)
+        return self.session.report(int(message["step"]), message.get("loss"), metrics)
+
+    def _answer(self, message: dict[str, Any], answer: dict[str, bool | int]) -> None:
         if not message.get("reply"):
             return
         stdin = self.process.stdin
@@ -227,5 +260,8 @@ def _message(line: str) -> dict[str, Any] | None:
     if not isinstance(message, dict):
         return None
     if isinstance(message.get("step"), int) or isinstance(message.get("saved"), int):
+        return message
+    steps = message.get("steps")
+    if isinstance(steps, list) and steps and all(isinstance(step, int) for step in steps):
         return message
     return None

@@ -11,7 +11,10 @@ joins the Trainer's loop to the run's `Session`:
 - each optimizer step is reported (`state.global_step`) with the loss `training_step`
   returned, read from the device every `LOSS_SYNC_STEPS` steps (every step on CPU);
 - evaluation runs every `eval_every` steps and at this process's last step; `on_evaluate`'s
-  metrics (HF names them `eval_loss`, `eval_<your metric>`) are that step's evaluation;
+  metrics (HF names them `eval_loss`, `eval_<your metric>`) are that step's evaluation. It
+  runs on a fork of the random generators (the evaluation loader's seed is drawn from torch's
+  global one): training's stream is left as it was, so a pilot's extra evaluation at its last
+  step changes nothing its main run then trains;
 - a checkpoint asked for: `control.should_save`, so the Trainer writes its own
   `checkpoint-N` folder (weights or adapter, optimizer, scheduler, RNG, trainer state), which
   is committed to the store; a stop: `control.should_training_stop`;
@@ -35,7 +38,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ablations.byo import load_attribute
+from ablations.byo import load_attribute, run_environment
+from ablations.byo.generators import random_state, set_random_state
 from ablations.byo.session import LOSS_SYNC_STEPS, Session
 from ablations.errors import WorkloadError
 from ablations.records import RunSpec
@@ -73,14 +77,25 @@ class AblateCallback:
         """(step, loss still on the device) not yet given to the session."""
         self.deferred: int | None = None
         """A step whose report waits for the evaluation that follows it."""
+        self.training_rng: dict[str, Any] | None = None
+        """The random generators as training left them, while an evaluation runs."""
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        trace = self.session.trace
+        if trace is not None and self.session.resumed_step == trace.middle:
+            trace.state(kwargs["model"].state_dict(), kwargs["optimizer"].state_dict())
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         step = state.global_step
         if self.parts:  # HF's training_step divides by the accumulation: the sum is the mean
             self.pending.append((step, torch.stack(self.parts).sum()))
             self.parts = []
+        trace = self.session.trace
+        if trace is not None and step == trace.middle:  # the restart check: as trained
+            trace.state(kwargs["model"].state_dict(), kwargs["optimizer"].state_dict())
         if step % self.eval_every == 0 or step >= self.session.end:
             control.should_evaluate = True  # report with the metrics, in on_evaluate
+            self.training_rng = random_state()  # the evaluation draws on a fork of them
             self.deferred = step
             self.session.evaluation_starts()
             if step >= self.session.end:
@@ -91,6 +106,9 @@ class AblateCallback:
     def on_evaluate(
         self, args: Any, state: Any, control: Any, metrics: dict[str, Any], **kwargs: Any
     ) -> None:
+        if self.training_rng is not None:  # before the Trainer saves them with a checkpoint
+            set_random_state(self.training_rng)
+            self.training_rng = None
         if self.deferred is None:
             return  # an evaluation the user's own code ran
         values = {
@@ -144,6 +162,20 @@ class TrainerWorkload:
 
     frameworks = ("transformers", "peft", "accelerate")
     """Recorded in the run's environment (`RunEnvironment.frameworks`) when loaded."""
+    resume_fixes = {
+        "nondeterministic": "build everything random in make_trainer from the seed ablate "
+        "set (set_seed(seed) runs before it; a generator of your own must take its seed "
+        "from torch) and avoid non-deterministic kernels",
+        "batches": "let the Trainer skip the trained batches: keep "
+        "TrainingArguments.ignore_data_skip off, and give a train_dataset and collator that "
+        "draw at random only from torch's global generator",
+        "state": "keep what training depends on in the model's state_dict (a PEFT model "
+        "saves only its adapter: what trains must be in it)",
+        "random": "draw at random only from torch's, numpy's and Python's global generators "
+        "(the Trainer saves those): a torch.Generator of your own in the model or the "
+        "collator is not in its checkpoint",
+    }
+    """The restart check's fix for each cause it finds (`ablations.byo.restart`)."""
 
     @classmethod
     def preflight(cls, spec: RunSpec) -> None:
@@ -165,6 +197,11 @@ class TrainerWorkload:
 
     @classmethod
     def run_external(cls, spec: RunSpec, session: Session) -> None:
+        with run_environment(spec):  # ABLATE_PHASE, ABLATE_UNTIL... for make_trainer's code
+            cls._train(spec, session)
+
+    @classmethod
+    def _train(cls, spec: RunSpec, session: Session) -> None:
         from transformers import set_seed
 
         make_trainer = cls._function(spec)
@@ -189,6 +226,9 @@ class TrainerWorkload:
             # The Trainer syncs its own loss only when it logs; this sees each step's on the
             # device, so the non-finite rule needs no `logging_steps=1`.
             def training_step(*args: Any, **kwargs: Any) -> torch.Tensor:
+                if session.trace is not None:  # the restart check: which batch, which step
+                    inputs = args[1] if len(args) > 1 else kwargs.get("inputs")
+                    session.trace.batch(trainer.state.global_step + 1, inputs)
                 loss = step_of(*args, **kwargs)
                 hook.parts.append(loss.detach().float())
                 return loss

@@ -11,7 +11,10 @@ that loop to the run's `Session`:
   `training_step` returned) is read from the device every `LOSS_SYNC_STEPS` steps (every step
   on CPU), so the GPU is not synchronised per step;
 - validation runs every `eval_every` steps and at this process's last step; what
-  `validation_step` logged (`trainer.callback_metrics`) is that step's evaluation;
+  `validation_step` logged (`trainer.callback_metrics`) is that step's evaluation. It runs on
+  a fork of the random generators: the validation loader's seed (drawn from torch's global
+  generator) and any random draw of `validation_step` leave training's stream as it was, so a
+  pilot's extra validation at its last step changes nothing its main run then trains;
 - a checkpoint asked for (tuned interval, a pilot's end, `Session.request_checkpoint`):
   `trainer.save_checkpoint`, committed to the store; a stop: `trainer.should_stop`;
 - a resumed run: `trainer.fit(..., ckpt_path=<the restored checkpoint>)`;
@@ -25,7 +28,6 @@ that loop to the run's `Session`:
 from __future__ import annotations
 
 import inspect
-import random
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,7 +35,8 @@ from typing import Any
 
 import torch
 
-from ablations.byo import load_attribute
+from ablations.byo import load_attribute, run_environment
+from ablations.byo.generators import random_state, set_random_state
 from ablations.byo.session import LOSS_SYNC_STEPS, PREDICTION_COLUMNS, Session
 from ablations.errors import WorkloadError
 from ablations.plan.sections import PLACEHOLDER, LightningSection, ParamValue
@@ -92,6 +95,8 @@ class AblateCallback:
         """A step whose report waits for the validation that follows it."""
         self._parts: list[torch.Tensor] = []
         """Losses of the micro-batches of the optimizer step in progress."""
+        self._training_rng: dict[str, Any] | None = None
+        """The random generators as training left them, while a validation runs."""
 
     def state_dict(self) -> dict[str, Any]:
         """The random generators, saved in Lightning's checkpoint (Lightning keeps none): an
@@ -100,6 +105,22 @@ class AblateCallback:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         set_random_state(state)
+
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        trace = self.session.trace
+        if trace is not None and self.session.resumed_step == trace.middle:
+            self._trace_state(trainer, pl_module)  # as the resume restored it
+
+    def on_train_batch_start(
+        self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int
+    ) -> None:
+        if self.session.trace is not None:  # the restart check: which batch feeds which step
+            self.session.trace.batch(trainer.global_step + 1, batch)
+
+    def _trace_state(self, trainer: Any, pl_module: Any) -> None:
+        assert self.session.trace is not None
+        optimizers = [optimizer.state_dict() for optimizer in trainer.optimizers]
+        self.session.trace.state(pl_module.state_dict(), optimizers)
 
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
@@ -117,6 +138,10 @@ class AblateCallback:
             self._parts = []
         if step % self.eval_every == 0 or step >= self.session.end:
             self.deferred = step  # Lightning validates now: report with its metrics
+            trace = self.session.trace
+            if trace is not None and step == trace.middle:
+                self._trace_state(trainer, pl_module)  # as trained, before the validation
+            self._training_rng = random_state()  # validation draws on a fork of them
             self.session.evaluation_starts()
             if step >= self.session.end:
                 trainer.should_stop = True  # ...which Lightning does when told to stop
@@ -124,6 +149,9 @@ class AblateCallback:
         self._report(trainer, step)
 
     def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        if self._training_rng is not None and not trainer.sanity_checking:
+            set_random_state(self._training_rng)  # before a checkpoint saves them
+            self._training_rng = None
         if trainer.sanity_checking or self.deferred is None:
             return  # e.g. the validation Lightning runs when a stop rule stopped it
         metrics = {
@@ -160,32 +188,6 @@ class AblateCallback:
         self.pending = []
 
 
-def random_state() -> dict[str, Any]:
-    """torch's (CPU and every visible card's), Python's and numpy's generators, as tensors
-    and plain values (the checkpoint loads with `weights_only=True`)."""
-    import numpy as np
-
-    kind, keys, position, has_gauss, cached = np.random.get_state(legacy=True)
-    assert not isinstance(keys, str)  # legacy=True: the tuple form
-    return {
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-        "python": random.getstate(),
-        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, cached],
-    }
-
-
-def set_random_state(state: dict[str, Any]) -> None:
-    import numpy as np
-
-    torch.set_rng_state(state["torch"])
-    if state["cuda"]:
-        torch.cuda.set_rng_state_all(state["cuda"])
-    random.setstate(state["python"])
-    kind, keys, position, has_gauss, cached = state["numpy"]
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), position, has_gauss, cached))
-
-
 def callback(session: Session, folder: Path, eval_every: int, sync_every: int) -> Any:
     """An `AblateCallback` that is a `lightning.pytorch.Callback`."""
     from lightning.pytorch import Callback
@@ -199,6 +201,23 @@ class LightningWorkload:
 
     frameworks = ("lightning",)
     """Recorded in the run's environment (`RunEnvironment.frameworks`) when loaded."""
+    resume_fixes = {
+        "nondeterministic": "seed every random source from the run's seed (ablate calls "
+        "seed_everything(seed) before building your classes; a generator made in them must "
+        "take its seed from torch, e.g. torch.Generator().manual_seed(torch.initial_seed())) "
+        "and avoid non-deterministic kernels",
+        "batches": "return a resumable loader from train_dataloader: "
+        "ablations.byo.data.ResumableLoader(dataset, batch_size=..., shuffle=True) continues "
+        "mid-epoch where the checkpoint left it (a plain DataLoader restarts its epoch with a "
+        "fresh shuffle)",
+        "state": "keep what training depends on in the module's parameters and buffers "
+        "(register_buffer), or save it in on_save_checkpoint and restore it in "
+        "on_load_checkpoint",
+        "random": "give a torch.Generator of your own to the module and save its "
+        "get_state() in on_save_checkpoint, set_state() in on_load_checkpoint (torch's, "
+        "numpy's and Python's global generators are saved by ablate's callback)",
+    }
+    """The restart check's fix for each cause it finds (`ablations.byo.restart`)."""
 
     @classmethod
     def preflight(cls, spec: RunSpec) -> None:
@@ -232,6 +251,11 @@ class LightningWorkload:
 
     @classmethod
     def run_external(cls, spec: RunSpec, session: Session) -> None:
+        with run_environment(spec):  # ABLATE_PHASE, ABLATE_UNTIL... for the user's classes
+            cls._train(spec, session)
+
+    @classmethod
+    def _train(cls, spec: RunSpec, session: Session) -> None:
         import lightning.pytorch as pl
 
         module_class, data_class, extra = cls._classes(spec)

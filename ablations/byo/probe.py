@@ -157,6 +157,10 @@ class ProbeSession(Session):
             self._save_asked = time.perf_counter()
         return reply
 
+    def next_due(self) -> int:
+        """Every step as it happens: the probe times each (a command batches no report)."""
+        return self.step + 1
+
     def commit(self, step: int, folder: Path) -> None:
         super().commit(step, folder)
         if self._save_asked is not None:

@@ -20,7 +20,7 @@ import torch
 from ablations.byo import ExternalWorkload, framework_versions
 from ablations.byo.session import PREDICTION_COLUMNS, Session
 from ablations.checkpoint.manager import CheckpointManager
-from ablations.errors import WorkloadError
+from ablations.errors import MissingMetric, WorkloadError
 from ablations.names import run_file_names
 from ablations.records import (
     CheckpointSummary,
@@ -55,7 +55,11 @@ def execute(
                 "being asked to stop"
             )
         if stop is None and not session.evaluations:
-            raise WorkloadError(f"the training code reported no {spec.metric!r}")
+            raise MissingMetric(
+                f"the training code reported no {spec.metric!r} by step {session.step}: it "
+                f"must evaluate every {spec.eval_every} steps and at the last step it trains "
+                f"({session.end}{' in this pilot, ABLATE_UNTIL' if spec.until else ''})"
+            )
     except NoUsableRestart as exc:
         stop = Stop(rule="restart", step=exc.step, message=exc.message)
     except Exception as exc:  # a crash of the user's code fails this run, never the caller

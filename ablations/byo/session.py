@@ -4,6 +4,7 @@ The framework (a script, Lightning, a Hugging Face `Trainer`) runs its loop and 
 session what happened; the session answers the two questions the campaign owns:
 
     reply = session.report(step, loss, metrics)   # the stop rules; "checkpoint now?" "stop?"
+    reply = session.report_batch(steps, losses)    # the same, for steps a program batched
     session.commit(step, folder)                   # the folder the framework saved, committed
     step = session.restore(folder)                 # the newest commit, unpacked (0: none)
     session.request_checkpoint()                   # from outside (the slot is going away)
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import logging
 import operator
@@ -28,14 +30,17 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ablations.checkpoint.manager import CheckpointManager
-from ablations.errors import StoreError, WorkloadError
+from ablations.errors import MissingMetric, StoreError, WorkloadError
 from ablations.preemption import TERMINATE
 from ablations.records import CheckpointSummary, RunSpec, Stop, Timings
 from ablations.training.stop_rules import non_finite_stop, quality_stop
 from ablations.workload import Predictions
+
+if TYPE_CHECKING:
+    from ablations.byo.trace import RestartTrace
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +126,9 @@ class Session:
         """The held-out predictions the code gave (optional): `predictions/<run>.csv`, which
         the error analysis (flips) reads."""
         self.timings = Timings()
+        self.trace: RestartTrace | None = None
+        """Set by the restart check only: what the adapter saw (batches, the state at the
+        check's middle step), to name why a resume differs (`ablations.byo.trace`)."""
         self._started = self._last_report = time.perf_counter()
         self._first_report: float | None = None
         self._paused = 0.0
@@ -185,9 +193,49 @@ class Session:
         self, step: int, loss: float | None = None, metrics: Mapping[str, float] | None = None
     ) -> Reply:
         """Record step `step` (its loss, its evaluation) and answer: checkpoint? stop?"""
-        spec = self.spec
         if step <= self.step:
             raise WorkloadError(self._backwards(step))
+        self._clock(step)
+        return self._take(step, loss, metrics)
+
+    def report_batch(
+        self,
+        steps: list[int],
+        losses: list[float | None],
+        metrics: Mapping[str, float] | None = None,
+    ) -> Reply:
+        """Steps a program reported together (on short steps, one round trip each would cost
+        more than the step), each taken as `report` takes it, `metrics` with the last; one
+        answer for all. A stop rule firing at one of them ends the run at that step."""
+        if not steps or len(losses) != len(steps):
+            raise WorkloadError(
+                f"a batch of reports needs as many losses as steps ({len(steps)} steps, "
+                f"{len(losses)} losses)"
+            )
+        if steps[0] <= self.step:
+            raise WorkloadError(self._backwards(steps[0]))
+        if any(b <= a for a, b in itertools.pairwise(steps)):
+            raise WorkloadError(f"steps {steps} reported together must increase")
+        self._clock(steps[-1])  # one timing for the batch: its seconds over its steps
+        checkpoint = stop = False
+        for i, (step, loss) in enumerate(zip(steps, losses, strict=True)):
+            reply = self._take(step, loss, metrics if i == len(steps) - 1 else None)
+            checkpoint, stop = checkpoint or reply.checkpoint, stop or reply.stop
+            if self.stop is not None:
+                break  # a rule fired: its step is the run's last, the later ones are moot
+        return Reply(checkpoint=checkpoint and self.stop is None, stop=stop)
+
+    def next_due(self) -> int:
+        """The next step this session must hear as it happens, not batched with later ones:
+        the last step this process trains, or the next step a steps interval checkpoints."""
+        due = self.end
+        every = self.checkpoints.policy.every_steps if self.checkpoints is not None else None
+        if every:
+            due = min(due, (self.step // every + 1) * every)
+        return due
+
+    def _clock(self, step: int) -> None:
+        """The time since the last report, spread over the steps up to `step`."""
         now = time.perf_counter()
         if self._first_report is None:
             self._first_report = now
@@ -196,13 +244,16 @@ class Session:
         elif step > self.step:
             self.step_seconds.append((now - self._last_report) / (step - self.step))
         self._last_report = now
+
+    def _take(self, step: int, loss: float | None, metrics: Mapping[str, float] | None) -> Reply:
+        spec = self.spec
         self.step = step
         if loss is not None:
             self._loss(step, float(loss))
         if metrics:
             values = {name: float(value) for name, value in metrics.items()}
             if spec.metric not in values:
-                raise WorkloadError(
+                raise MissingMetric(
                     f"step {step} reported metrics {sorted(values)}, without the plan's "
                     f"metric {spec.metric!r}"
                 )

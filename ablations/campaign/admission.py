@@ -33,6 +33,9 @@ def plan_text_of(plan_yaml: str, plan_path: str) -> tuple[str, str]:
 def admit(plan_text: str, source: str, out_dir: Path) -> Plan:
     """The validated plan, once the folder is known to take it (its campaign or empty)."""
     plan = parse_plan(parse_yaml(plan_text, source), source)
+    problems = plan.pilot_problems()
+    if problems:
+        raise PlanError(problems, source)
     existing_registration(plan, out_dir)
     return plan
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from ablations.atomic import atomic_write_bytes, atomic_write_text
+from ablations.campaign.code import WorkloadCode
 from ablations.errors import InputError
 from ablations.records import PreflightReport, RunRecord
 from ablations.results.manifest import Manifest, read_manifest
@@ -88,6 +89,9 @@ class Registration(BaseModel):
     out_dir: str
     """Absolute path of the output folder."""
     registered_at: float
+    code: WorkloadCode | None = None
+    """The user's code the runs train with, hashed (`ablations.campaign.code`); None for a
+    built-in workload, and in folders registered before it was recorded."""
 
 
 class CampaignFolder:

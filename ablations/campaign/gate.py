@@ -3,6 +3,8 @@
 The policy reads only the pilot's records, the preflight report and the measured durations:
 - fix when preflight failed: the restart check or the data check found a defect of the
   workload or the data (named in the reason); nothing is drafted and a rerun repeats preflight;
+- fix, too, when a pilot run reported no value of the plan's metric (a defect of the code or
+  the plan, not of the question);
 - reframe when a registered trigger fires (the control stopped, failed or is under the
   threshold), or when even the essential runs cannot fit the window;
 - trim the main runs of variants the pilot already stopped (an essential variant only with
@@ -57,10 +59,10 @@ def preflight_defect(preflight: PreflightReport) -> str:
         for problem in preflight.data_problems
     ]
     if preflight.restart is not None:
+        # the check's message names the cause and the fix in the workload's own terms
         defects.append(
-            f"restart check: the workload's state does not resume bitwise at step "
-            f"{preflight.restart.step}: {preflight.restart.message}; fix the workload's "
-            "state_dict/load_state_dict (or the checkpoint store it names)"
+            f"restart check: the run does not resume exactly at step "
+            f"{preflight.restart.step}: {preflight.restart.message}"
         )
     if preflight.error is not None:
         defects.append(
@@ -94,6 +96,19 @@ def _stopped_in_pilot(plan: Plan, pilot: list[RunRecord]) -> tuple[list[str], li
                 f"{why}): drop it in the UI gate to trim it"
             )
     return trim, kept
+
+
+def _missing_metric(pilot: list[RunRecord]) -> str | None:
+    """A pilot run failed for reporting no value of the plan's metric (`MissingMetric`)."""
+    for record in pilot:
+        error = record.error
+        if record.status == "failed" and error is not None and error.type == "MissingMetric":
+            return (
+                f"pilot run {record.run_id}: {error.message}; fix the training code's "
+                "evaluation or the plan's metric, then run the corrected campaign in a new "
+                "output folder"
+            )
+    return None
 
 
 def _control_problem(plan: Plan, pilot: list[RunRecord]) -> str | None:
@@ -136,6 +151,9 @@ def auto_decision(
     """The registered policy's decision from the pilot's records."""
     if not preflight.passed:  # a defect to fix, whatever the triggers: never a question
         return GateDecision(decision="fix", reason=preflight_defect(preflight))
+    missing = _missing_metric(pilot)
+    if missing:  # the code or the plan is wrong, not the question: never a reframe
+        return GateDecision(decision="fix", reason=missing)
     problem = _control_problem(plan, pilot)
     if problem:
         return GateDecision(decision="reframe", reason=problem)

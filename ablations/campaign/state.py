@@ -14,12 +14,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Literal
 
 from ablations.atomic import atomic_write_text
+from ablations.campaign.code import WorkloadCode, workload_code
 from ablations.campaign.folder import CampaignFolder, Registration
 from ablations.crash_points import AFTER_PLAN, crash_point
 from ablations.errors import CampaignConflictError, InfrastructureError, InputError
-from ablations.names import LOCK, PLAN, REGISTRATION, WRITTEN_FOLDERS
+from ablations.names import LOCK, PLAN, RECORDS, REGISTRATION, WRITTEN_FOLDERS
 from ablations.plan.io import parse_yaml
 from ablations.plan.model import Plan, parse_plan, plan_hash
 from ablations.records import RunRecord
@@ -53,10 +55,17 @@ def remove_leftover_temporaries(out_dir: Path) -> list[Path]:
     return removed
 
 
-def existing_registration(plan: Plan, out_dir: Path) -> Registration | None:
-    """The folder's registration when it matches `plan`; refuses any mismatch. Writes nothing."""
+def existing_registration(
+    plan: Plan, out_dir: Path, code: WorkloadCode | Literal["hash"] | None = "hash"
+) -> Registration | None:
+    """The folder's registration when it matches `plan` and the user's `code` (hashed here by
+    default: `workload_code`); refuses any mismatch. Writes nothing; the registration given
+    back holds `code` (a changed code that no run trained with yet replaces the old: see
+    `changed_code`)."""
     digest = plan_hash(plan)
     out_dir = out_dir.resolve()
+    if code == "hash":
+        code = workload_code(plan)
     known = CampaignFolder(out_dir).registration()
     if known is not None:
         if known.plan_hash != digest or known.campaign_id != plan.campaign.id:
@@ -65,7 +74,16 @@ def existing_registration(plan: Plan, out_dir: Path) -> Registration | None:
                 f"{known.plan_hash}; this plan ({plan.campaign.id!r}) hashes to {digest}. "
                 "A corrected plan is a new campaign: use a new campaign id and output folder."
             )
-        return known.model_copy(update={"out_dir": str(out_dir)})
+        if changed_code(known, code) and _trained(out_dir):
+            before, now = known.code, code
+            assert before is not None
+            raise CampaignConflictError(
+                f"{out_dir} holds campaign {known.campaign_id!r}, whose runs trained with other "
+                f"code ({before.line()}; now {now.line() if now else 'none found'}): a rerun "
+                "would mix two versions of it. Changed code is a new campaign: use a new "
+                "campaign id and output folder (or restore the code)."
+            )
+        return known.model_copy(update={"out_dir": str(out_dir), "code": code})
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{out_dir} exists and is not a folder; choose another --out")
     _check_creatable(out_dir)
@@ -75,6 +93,21 @@ def existing_registration(plan: Plan, out_dir: Path) -> Registration | None:
         )
     _check_unregistered_plan(out_dir, plan, digest)
     return None
+
+
+def changed_code(known: Registration, code: WorkloadCode | None) -> bool:
+    """Whether `code` differs from the registered code. A folder registered before the code
+    was recorded (no `code`) takes any."""
+    if known.code is None:
+        return False
+    return code is None or code.sha256 != known.code.sha256
+
+
+def _trained(out_dir: Path) -> bool:
+    """Whether any run of the folder has a completion record (before one, changed code mixes
+    nothing: a preflight's `fix` is corrected in the code and rerun in the same folder)."""
+    records = out_dir / RECORDS
+    return records.is_dir() and any(p.suffix == ".json" for p in records.iterdir())
 
 
 def _registering(path: Path) -> bool:
@@ -121,8 +154,18 @@ def register(plan_text: str, out_dir: Path, source: str = "plan") -> Registratio
     plan = parse_plan(parse_yaml(plan_text, source), source)
     digest = plan_hash(plan)
     out_dir = out_dir.resolve()
-    known = existing_registration(plan, out_dir)
+    code = workload_code(plan)
+    on_disk = CampaignFolder(out_dir).registration()
+    known = existing_registration(plan, out_dir, code)
     if known is not None:
+        if on_disk is not None and on_disk.code != code:
+            # no run trained with the old code (else refused above), or a folder from before
+            # the code was recorded: the registration takes this code from now on
+            recoded = on_disk.model_copy(update={"code": code})
+            try:
+                CampaignFolder(out_dir).write_registration(recoded)
+            except OSError as exc:
+                raise InfrastructureError(f"cannot write {out_dir / REGISTRATION}: {exc}") from exc
         return known
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -131,6 +174,7 @@ def register(plan_text: str, out_dir: Path, source: str = "plan") -> Registratio
             plan_hash=digest,
             out_dir=str(out_dir),
             registered_at=time.time(),
+            code=code,
         )
         folder = CampaignFolder(out_dir)
         remove_leftover_temporaries(out_dir)  # a killed registration's (we hold the lock)

@@ -50,6 +50,7 @@ def _summary(plan: Plan, digest: str) -> str:
             f"plan hash  {digest}",
             f"workload   {plan.workload.entry} ({plan.workload.steps} steps, "
             f"eval every {plan.workload.eval_every})",
+            f"code       {_code_line(plan)}",
             f"variants   {len(all_variants)} "
             + "("
             + ", ".join(f"{categories[c]} {c}" for c in ("essential", "useful", "exploratory"))
@@ -63,6 +64,13 @@ def _summary(plan: Plan, digest: str) -> str:
             f"devices {plan.resources.devices}",
         ]
     )
+
+
+def _code_line(plan: Plan) -> str:
+    """The user's code as a campaign would record it (`InputError` when it cannot be)."""
+    from ablations.campaign.code import code_line
+
+    return code_line(plan)
 
 
 def _seeds_line(plan: Plan) -> str:
@@ -100,8 +108,12 @@ def _plan(args: argparse.Namespace) -> int:
     }
     from ablations.budget import assess_plan
     from ablations.probe.sweep import for_plan
+    from ablations.slots.local import local_slots_for
 
-    assessment = assess_plan(plan, probe=for_plan(plan, args.plan, args.probe))
+    # The slots `ablate run` opens here (the same function, `--devices` alike), so the two
+    # agree; `ablate budget` projects the rented package's cards instead.
+    slots = local_slots_for(plan, args.plan, args.devices)
+    assessment = assess_plan(plan, probe=for_plan(plan, args.plan, args.probe), slots=len(slots))
     projected = (
         {r.run_id: r.hours for r in assessment.projection.runs} if assessment.projection else {}
     )
@@ -145,7 +157,8 @@ def _plan(args: argparse.Namespace) -> int:
     price = assessment.cost.package_usd
     print(
         f"projected from the {_SOURCES[assessment.source]}: {hours(assessment.busy_hours)} busy, "
-        f"{hours(fit.wall_hours)} wall on {assessment.slots} slot(s) + {hours(fit.prep_hours)} "
+        f"{hours(fit.wall_hours)} wall on {assessment.slots} slot(s) "
+        f"[{', '.join(slot.name for slot in slots)}] + {hours(fit.prep_hours)} "
         f"preparation in a {hours(fit.window_hours)} window: "
         + ("fits" if fit.fits else f"overruns by {hours(fit.overrun_hours)}")
         + (f"; package {usd(price)}" if price is not None else "")
@@ -205,6 +218,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="FILE",
         help="probe.json whose step times replace the estimate (default: beside the plan)",
+    )
+    p.add_argument(
+        "--devices",
+        help="the devices `ablate run --devices` would get: auto, a number of CPU slots, or "
+        "cuda:0,cuda:1 (default: the plan's resources.devices, on this machine)",
     )
     sub.add_parser("schema", help="print the plan's JSON schema")
     from ablations.cli.budget import add_budget_parser  # registers `budget` on import

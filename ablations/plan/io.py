@@ -258,8 +258,9 @@ def load_plan(path: str | Path, *, workload: WorkloadCheck = "import") -> Plan:
     path = Path(path)
     source = str(path)
     plan = parse_plan(parse_yaml(read_plan_text(path), source), source)
-    if workload != "skip":
-        problems = workload_problems(plan.workload.named_imports, import_them=workload == "import")
+    if workload != "skip":  # a plan to run (not a registered one read back)
+        problems = plan.pilot_problems()
+        problems += workload_problems(plan.workload.named_imports, import_them=workload == "import")
         if problems:
             raise PlanError(problems, source)
     return plan

@@ -140,13 +140,21 @@ class Plan(Section):
                 f"({quality.warmup_steps}): the pilot never meets the quality rule the main "
                 "runs meet"
             )
-        if steps < self.workload.eval_every:
-            warnings.append(
-                f"pilot.steps ({steps}) is below one evaluation (workload.eval_every "
-                f"{self.workload.eval_every}): the pilot is judged on an evaluation the main "
-                "runs never make"
-            )
         return warnings
+
+    def pilot_problems(self) -> list[Problem]:
+        """A pilot that ends before the first evaluation (`ablate validate`, `plan` and `run`
+        refuse it; a registered plan still reads): its runs would be judged on an evaluation
+        the main runs never make, and a program evaluating every `eval_every` steps reports
+        none at all in it."""
+        first = min(self.workload.eval_every, self.workload.steps)
+        if self.pilot_steps >= first:
+            return []
+        message = (
+            f"ends before the first evaluation (workload.eval_every {self.workload.eval_every}): "
+            f"make it at least {first}"
+        )
+        return [Problem("pilot.steps", message, self.pilot_steps)]
 
     @property
     def pilot_seeds(self) -> list[int]:

@@ -175,6 +175,12 @@ class WorkloadSection(Section):
     expected_inputs: dict[str, PositiveInt] | None = None
     """Registered input counts per split (e.g. `{train: 1437, heldout: 360}`); checked by the
     data check when given."""
+    code: list[str] | None = None
+    """Your code's files and folders (relative to the folder `ablate run` starts in), hashed
+    into the registration and the manifest: a rerun into a folder whose runs trained with
+    other code is refused. Default: the command's script's folder, or the package of each
+    module the workload names; a built-in workload is the installed package's own (its version
+    is recorded). Left out of the plan hash when unset."""
     data_sha256: str | None = None
     """The sha256 of the data every run must read, as the workload reports it (its
     `data_sha256()`; charlm's: the selection of the built-in corpus its `corpus_bytes` makes).
@@ -192,11 +198,13 @@ class WorkloadSection(Section):
         return value
 
     @model_serializer(mode="wrap")
-    def _unset_digest_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Plans registered before `data_sha256` existed keep their hash (and run ids)."""
+    def _unset_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Plans registered before `code` and `data_sha256` existed keep their hash (and run
+        ids): each is left out while unset."""
         data: dict[str, Any] = handler(self)
-        if data.get("data_sha256") is None:
-            data.pop("data_sha256", None)
+        for name in ("code", "data_sha256"):
+            if data.get(name) is None:
+                data.pop(name, None)
         return data
 
     @property

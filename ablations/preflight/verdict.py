@@ -75,7 +75,11 @@ def verdict(reference: RestartReference, got: Continuation) -> Stop | None:
     early = reference.early
     if got.resumed != early:
         why = f" ({got.refused})" if got.refused else ""
-        return restart_stop(early, f"reloaded step {got.resumed}, expected {early}{why}")
+        return restart_stop(
+            early,
+            f"reloaded step {got.resumed}, expected {early}{why}; fix the checkpoint store "
+            "(or the workload's state_dict/load_state_dict)",
+        )
     expected, losses = reference.losses, got.losses
     if len(losses) != len(expected):
         return restart_stop(early, f"{len(losses)} steps after reload, expected {len(expected)}")
@@ -85,11 +89,14 @@ def verdict(reference: RestartReference, got: Continuation) -> Stop | None:
             return restart_stop(
                 early,
                 f"step {early + i + 1} after reload has loss {b!r}, the uninterrupted "
-                f"run {a!r}: the checkpoint misses part of the training state",
+                f"run {a!r}: the checkpoint misses part of the training state; fix the "
+                "workload's state_dict/load_state_dict (or the checkpoint store it names)",
                 value=abs(a - b),
             )
     if reference.exact and got.digest != reference.digest:
         return restart_stop(
-            early, f"weights after {reference.until} steps differ from the uninterrupted run's"
+            early,
+            f"weights after {reference.until} steps differ from the uninterrupted run's; fix "
+            "the workload's state_dict/load_state_dict",
         )
     return None

@@ -208,7 +208,10 @@ def _differences(ax: Axes, groups: dict[str, list[RunCurve]], variant: str, u: f
             dict(zip(k.eval_steps, k.values, strict=True)),
         )
         for i, s in enumerate(xs):
-            grid[row, i] = own[s] - base[s]
+            # a pair evaluated at a step another pair did not (a pilot's extra evaluation at
+            # its last step, off the eval_every grid): a gap in this row, not a KeyError
+            if s in own and s in base:
+                grid[row, i] = own[s] - base[s]
     _band(ax, np.array(xs, dtype=float), grid, VARIANT_COLOR, None)
     ax.plot(xs, np.nanmean(grid, axis=0), marker=".", color=VARIANT_COLOR, linestyle="none")
 

@@ -86,5 +86,19 @@ def manifest_inputs(
         planned_vs_realized_markdown=manifest.planned_vs_realized_markdown,
         ledger_url=manifest.ledger_url,
         looks=manifest.looks,
+        code=code_sentence(manifest),
     )
     return inputs
+
+
+def code_sentence(manifest: Manifest) -> str | None:
+    """`train/ (3 files, sha256 ...), run by ablate 0.1.0 (commit 0123456789ab)`, or None
+    for a manifest without its code version."""
+    version = manifest.code_version
+    if version is None:
+        return None
+    commit = f" (commit {version.git_commit[:12]})" if version.git_commit else ""
+    ablate = f"ablate {version.package}{commit}"
+    if version.workload is None:
+        return f"{ablate}, its own workload"
+    return f"{version.workload.line()}, run by {ablate}"

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from ablations.analysis.flips import ErrorAnalysis, error_analysis, load_predictions
 from ablations.analysis.looks import LookRecord, Looks
 from ablations.analysis.paired import Effect, ExcludedRun, excluded_runs, paired_effects
+from ablations.byo import verify_scope
 from ablations.plan.model import Plan
 from ablations.plan.sections import MetricSection, same_value
 from ablations.plan.variants import CONTROL, PlannedRun, variants
@@ -88,6 +89,10 @@ class ReportInputs(BaseModel):
     """The manifest's ledger URL (relative to the output folder)."""
     looks: list[LookRecord] = []
     """The main phase's looks as recorded (empty for a folder from before looks)."""
+    code: str | None = None
+    """The code the runs trained with: the user's, hashed, or ablate's package version."""
+    verification: str | None = None
+    """What `ablate verify` checks of these runs (a final model re-evaluated, or why not)."""
 
     @property
     def records(self) -> list[RunRecord]:
@@ -109,6 +114,7 @@ def assemble_inputs(
     planned_vs_realized_markdown: str | None = None,
     ledger_url: str | None = None,
     looks: Sequence[LookRecord] = (),
+    code: str | None = None,
 ) -> ReportInputs:
     """Compute the effects and the error analysis (predictions read from `out_dir`)."""
     records = [r.record for r in runs if r.record is not None]
@@ -137,6 +143,8 @@ def assemble_inputs(
         looks=list(looks),
         excluded=excluded_runs(records),
         errors=error_analysis(records, load_predictions(out_dir, records), CONTROL),
+        code=code,
+        verification=verify_scope(plan.workload),
         budget_markdown=budget_markdown,
         planned_vs_realized_markdown=planned_vs_realized_markdown,
         ledger_url=ledger_url,

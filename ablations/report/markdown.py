@@ -326,6 +326,10 @@ def render_report(inputs: ReportInputs, plots: Sequence[str] = ()) -> str:
     frameworks = _frameworks(inputs)
     if frameworks:  # an adapter's runs: the framework's loop is part of the result
         out += [f"**Frameworks.** {frameworks} (as the runs imported them).", ""]
+    if inputs.code:
+        out += [f"**Code.** {inputs.code}.", ""]
+    if inputs.verification:
+        out += [f"**Verification.** {inputs.verification}", ""]
     out += ["## Gate", ""]
     if inputs.gate_decision is None:
         out += ["No gate decision was recorded.", ""]

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model, model
 
 from ablations.analysis.looks import LookRecord
 from ablations.budget import PlannedVsRealized
+from ablations.campaign.code import WorkloadCode
 from ablations.campaign.gate import GateDecision
 from ablations.errors import InputError
 from ablations.names import MANIFEST
@@ -70,6 +71,18 @@ class CodeVersion(BaseModel):
     package: str
     git_commit: str | None
     """When run from a git checkout."""
+    workload: WorkloadCode | None = None
+    """The user's code the runs trained with, as registered (`ablations.campaign.code`);
+    None for a built-in workload (the package above is its code)."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_workload(self, handler: Any) -> Any:
+        """`workload` left out for a built-in workload: a manifest written before the field
+        existed is written again byte for byte."""
+        data = handler(self)
+        if self.workload is None and isinstance(data, dict):
+            data.pop("workload", None)
+        return data
 
 
 class Environment(BaseModel):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 
+from ablations.byo import KEPT_MODEL, adapter_field
 from ablations.names import DEFAULT_TOLERANCE
 from ablations.plan.model import Plan
 from ablations.results.manifest import Manifest, ManifestRun
@@ -176,6 +177,14 @@ EOF
     return head + _block(script)
 
 
+def _models_checked(plan: Plan) -> str:
+    """Whether `ablate verify` re-evaluates the runs' models, and why not (an adapter)."""
+    adapter = adapter_field(plan.workload)
+    if adapter is None:
+        return "every accepted run's final model re-evaluated"
+    return f"no model re-evaluated ({KEPT_MODEL[adapter]})"
+
+
 def reload_markdown(manifest: Manifest, plan: Plan) -> str:
     """The text of RELOAD.md for the folder the manifest describes."""
     run = _example(manifest.runs)
@@ -183,8 +192,8 @@ def reload_markdown(manifest: Manifest, plan: Plan) -> str:
         f"# Reloading campaign {manifest.campaign_id}\n\n"
         "Run every command from inside this folder, in the Python environment the campaign "
         "ran in (`ablate` installed). `ablate verify .` checks all of it at once: every file "
-        "against its sha256 in the manifest, each one parsed or loaded, every accepted run's "
-        "final model re-evaluated, the checkpoints in the store; `ablate report .` rebuilds "
+        "against its sha256 in the manifest, each one parsed or loaded, "
+        f"{_models_checked(plan)}, the checkpoints in the store; `ablate report .` rebuilds "
         "REPORT.md and its plots from the folder (byte for byte).\n\n",
         _tables(manifest),
     ]

@@ -32,6 +32,7 @@ from ablations.budget import (
     planned_vs_realized_markdown,
 )
 from ablations.campaign.campaign import Campaign
+from ablations.campaign.code import WorkloadCode
 from ablations.credentials import redact_url
 from ablations.names import (
     DEFAULT_TOLERANCE,
@@ -108,8 +109,9 @@ RUN_COLUMNS = [
 ]
 
 
-def code_version() -> CodeVersion:
-    """The package version and, when run from a git checkout, its commit."""
+def code_version(workload: WorkloadCode | None = None) -> CodeVersion:
+    """The package version and, when run from a git checkout, its commit; and the user's
+    code as registered (`workload`)."""
     commit = None
     try:
         result = subprocess.run(
@@ -123,7 +125,7 @@ def code_version() -> CodeVersion:
         commit = result.stdout.strip() or None if result.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         commit = None
-    return CodeVersion(package=__version__, git_commit=commit)
+    return CodeVersion(package=__version__, git_commit=commit, workload=workload)
 
 
 def environment(records: list[RunRecord]) -> Environment:
@@ -283,7 +285,7 @@ def write_results(campaign: Campaign) -> Path:
         ledger_study=registration.campaign_id,
         ledger_file=LEDGER_FILE,
         question=plan.campaign.question,
-        code_version=code_version(),
+        code_version=code_version(registration.code),
         environment=environment(records),
         checkpoint_store=CheckpointStoreRef(
             url=redact_url(store.store),

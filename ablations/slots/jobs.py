@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ablations.errors import WorkloadError
+from ablations.names import PREFLIGHT_LOG, run_log_name
 from ablations.preflight.across import PreflightStart, PreflightWorker
 from ablations.preflight.verdict import Continuation
 from ablations.probe.point import ProbePoint
@@ -139,6 +140,9 @@ class RunJob(Job[RunRecord]):
     def run(self) -> RunRecord:
         return run_spec(self.spec)
 
+    def log_name(self) -> str:
+        return run_log_name(self.spec.run_id)
+
     def send(self, worker: SlotWorker) -> RunRecord:
         """The run on the worker's slot. A worker that dies under it (not the workload
         raising: that is a record) is replaced, and the run retried once from its last
@@ -183,6 +187,9 @@ class PreflightJob(Job[PreflightReport]):
     spec: RunSpec
     expected_inputs: dict[str, int] | None
 
+    def log_name(self) -> str:
+        return PREFLIGHT_LOG
+
     def run(self) -> PreflightReport:
         return preflight_on_slot(self.spec, self.expected_inputs)
 
@@ -207,6 +214,9 @@ class PreflightStartJob(Job[PreflightStart]):
 
     spec: RunSpec
     expected_inputs: dict[str, int] | None
+
+    def log_name(self) -> str:
+        return PREFLIGHT_LOG
 
     def run(self) -> PreflightStart:
         return preflight_start(self.spec, self.expected_inputs, continue_elsewhere=True)
@@ -235,6 +245,9 @@ class ContinueJob(Job[Continuation]):
 
     spec: RunSpec
     until: int
+
+    def log_name(self) -> str:
+        return PREFLIGHT_LOG
 
     def run(self) -> Continuation:
         return continue_check(self.spec, self.until)

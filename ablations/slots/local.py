@@ -45,6 +45,7 @@ def warmup_for(plan: Plan, out_dir: Path) -> Warmup:
         results=True,
         on_terminate=plan.checkpoint.on_terminate,
         terminate_grace_seconds=plan.checkpoint.terminate_grace_seconds,
+        log_dir=str(out_dir.resolve()),  # logs/<run>.log: frameworks' output, off the terminal
     )
 
 

@@ -60,6 +60,11 @@ class Job(ABC, Generic[R]):
         raise instead: the worker then dies, and the parent sees a worker lost."""
         return Failed.of(exc)
 
+    def log_name(self) -> str | None:
+        """The log its output goes to, relative to the campaign's folder (`ablations.names`;
+        None: the worker's own output, the terminal): the kinds that train say which."""
+        return None
+
     @abstractmethod
     def send(self, worker: SlotWorker) -> R:
         """In the campaign process: the result from `worker`, made of its reply (`Done`,

@@ -25,6 +25,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ablations.errors import Problem
@@ -74,6 +75,9 @@ class Warmup:
     `checkpoint.on_terminate`); off, SIGTERM kills the worker at once."""
     terminate_grace_seconds: float = 30.0
     """After a SIGTERM the worker exits within this, saved or not."""
+    log_dir: str | None = None
+    """The campaign folder's root: a job naming a log (`Job.log_name`) prints into it there,
+    not onto the campaign's terminal (`ablations.slots.output`). None: the terminal."""
 
 
 def _serve(
@@ -86,6 +90,7 @@ def _serve(
     parent_pid: int,
     signal_on_parent_death: bool,
     terminate_grace_seconds: float | None,
+    log_dir: str | None = None,
 ) -> None:
     """The child's main loop: receive jobs, do them, send each one's reply. With a grace
     period, a SIGTERM ends the run in progress at its next step with a checkpoint there
@@ -118,7 +123,14 @@ def _serve(
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
-        reply = _do(message)
+        name = message.log_name()
+        if name is None or log_dir is None:
+            reply = _do(message)
+        else:  # the job's frameworks talk into its log, not over the progress lines
+            from ablations.slots.output import output_to
+
+            with output_to(Path(log_dir, name)):
+                reply = _do(message)
         with contextlib.suppress(OSError):  # a parent gone while its run saved: nobody to tell
             conn.send(reply)
         if TERMINATE.requested:  # asked to stop: its run (if any) has committed and replied
@@ -186,6 +198,7 @@ class SlotWorker:
                 # parent is the fork server: it watches the pipe and the campaign's pid alone.
                 not forked and threading.current_thread() is threading.main_thread(),
                 self.warmup.terminate_grace_seconds if self.warmup.on_terminate else None,
+                self.warmup.log_dir,
             ),
             name=f"ablate-slot-{self.slot.name}",
             daemon=True,

@@ -97,10 +97,14 @@ def verify_folder(
     if plan is not None:
         _check_registered(plan, plan_hash, manifest, rows, found)
     _check_records(out_dir, rows, found)
-    from ablations.byo import external_entry
+    from ablations.byo import KEPT_MODEL, adapter_field, external_entry
 
     # Code that runs its own loop keeps its model to itself: no final weights to re-evaluate.
     weights = plan is None or not external_entry(plan.workload.entry)
+    if plan is not None and not weights:  # say why the summary counts no model
+        adapter = adapter_field(plan.workload)
+        why = KEPT_MODEL[adapter] if adapter else "the workload's own loop keeps its model"
+        found.notes.append(f"no final model is re-evaluated: {why}")
     models = _check_artifacts(out_dir, manifest, rows, found, weights=weights)
     _check_runs_csv(out_dir, rows, found)
     from ablations.verify.reload import check_checkpoint, check_ledger, reevaluate

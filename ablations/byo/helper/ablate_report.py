@@ -4,6 +4,7 @@
 
     for step in range(ablate.resumed_step() + 1, ablate.steps() + 1):
         loss = train_one_step()
+        evaluated = step % ablate.eval_every() == 0 or step == ablate.until()
         reply = ablate.report(step, loss, **({"accuracy": acc} if evaluated else {}))
         if reply.checkpoint:                            # save into ablate.checkpoint_dir()
             save_state(ablate.checkpoint_dir())
@@ -12,17 +13,20 @@
             break
 
 Each call prints one JSON line on stdout and, for `report`, reads the campaign's one-line
-answer from stdin. Run without ablate (no `ABLATE_RUN_ID`), every call is a no-op that asks
-for nothing, so the same script runs bare. The protocol, for other languages: the README's
-"Any command" section.
+answer from stdin; short steps are sent a few at a time and asked about once every
+`BATCH_SECONDS`, besides those the campaign must hear at once. Run without ablate (no
+`ABLATE_RUN_ID`), every call is a no-op that asks for nothing, so the same script runs bare.
+The protocol, for other languages: the README's "Any command" section.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -58,8 +62,21 @@ def steps(default: int = 0) -> int:
     return _int("ABLATE_STEPS", default)
 
 
+def until(default: int = 0) -> int:
+    """The last step this process trains: a pilot's last step (evaluate there too: the gate
+    reads that evaluation), else `steps()`; `default` when run bare."""
+    return _int("ABLATE_UNTIL", default)
+
+
+def phase(default: str = "main") -> str:
+    """`pilot` while this process trains a pilot (the first `until()` steps of the run, whose
+    main run continues from its checkpoint), else `main`; `default` when run bare."""
+    return os.environ.get("ABLATE_PHASE", default)
+
+
 def eval_every(default: int = 0) -> int:
-    """Evaluate every this many steps, and at the last step; `default` when run bare."""
+    """Evaluate every this many steps, and at the last step this process trains (`until()`);
+    `default` when run bare."""
     return _int("ABLATE_EVAL_EVERY", default)
 
 
@@ -117,17 +134,40 @@ def _answer() -> dict[str, Any]:
     return answer
 
 
+BATCH_SECONDS = 0.05
+"""Reports are sent together, and the campaign asked for its answer, at most this often: on
+steps of a millisecond or less, one round trip per step would cost more than the step (and on
+a busy machine, each round trip waits for the campaign's process to be scheduled). The first
+step, the campaign's `next` step (the last this process trains, an interval checkpoint's) and
+any step after a SIGTERM are asked about at once; an evaluation is sent at once, unasked (the
+stop rules see it; their answer comes with the next question, the run ending at the step it
+names)."""
+_held: list[tuple[int, float | None]] = []
+"""Steps reported but not sent yet: (step, loss)."""
+_next = 0
+"""The step the campaign's last answer asked to hear at once (0: every step)."""
+_asked_at = 0.0
+
+
 def report(step: int, loss: float | None = None, **metrics: float) -> Reply:
     """Report step `step` (its training loss, and held-out metrics when it evaluated)."""
+    global _next, _asked_at
     if not active():
         return Reply(checkpoint=False, stop=False)
-    message: dict[str, Any] = {"step": int(step), "reply": True}
-    if loss is not None:
-        message["loss"] = float(loss)
+    _held.append((int(step), None if loss is None else float(loss)))
+    ask = step >= _next or _terminating or time.monotonic() - _asked_at >= BATCH_SECONDS
+    if not (ask or metrics):
+        return Reply(checkpoint=False, stop=False)  # held: sent with a later step
+    message = _batch()
     if metrics:
         message["metrics"] = {name: float(value) for name, value in metrics.items()}
+    if not ask:
+        _send(message)  # for the stop rules now; their answer comes with the next question
+        return Reply(checkpoint=False, stop=False)
+    message["reply"] = True
     _send(message)
     answer = _answer()
+    _next, _asked_at = int(answer.get("next", 0)), time.monotonic()
     # SIGTERM (the slot is being taken away): save once more and stop.
     return Reply(
         checkpoint=bool(answer.get("checkpoint")) or _terminating,
@@ -135,10 +175,31 @@ def report(step: int, loss: float | None = None, **metrics: float) -> Reply:
     )
 
 
+def _batch() -> dict[str, Any]:
+    """The held steps as one message (emptying them)."""
+    steps = [step for step, _ in _held]
+    losses = [loss for _, loss in _held]
+    _held.clear()
+    if len(steps) == 1:
+        message: dict[str, Any] = {"step": steps[0]}
+        if losses[0] is not None:
+            message["loss"] = losses[0]
+        return message
+    return {"steps": steps, "losses": losses}
+
+
+def _send_held() -> None:
+    """Send the steps still held, without waiting for an answer (the program saves without
+    being asked, or exits)."""
+    if _held and active():
+        _send(_batch())
+
+
 def saved(step: int) -> None:
     """Your state for `step` is complete in `checkpoint_dir()`: the campaign commits it (and
     returns once it has copied the folder, so you may write into it again)."""
     if active():
+        _send_held()
         _send({"saved": int(step), "reply": True})
         _answer()
 
@@ -150,3 +211,4 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 if active() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
     signal.signal(signal.SIGTERM, _on_sigterm)
+atexit.register(_send_held)  # a loop that ended on its own: its last steps still count

@@ -3,7 +3,8 @@ held-out predictions classify each row as above zero or not, through `predict_st
 
 Test knobs in the environment: `TRAINED_LOG` (a folder: append each trained step to
 `<lr>-<seed>.log`, so a test sees what a kill and a resume trained twice) and `STEP_SLEEP`
-(seconds per step, so a test can kill the campaign mid-run)."""
+(seconds per step, so a test can kill the campaign mid-run); `PHASE_LOG` (a file: each step
+appends what `ablate_report` tells the module, phase, until and steps)."""
 
 from __future__ import annotations
 
@@ -16,17 +17,39 @@ import torch
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
+import ablate_report as ablate
+from ablations.byo.data import ResumableLoader
+
 
 class Net(pl.LightningModule):
-    def __init__(self, lr: float = 0.05, width: int = 16, dropout: float = 0.0) -> None:
+    """`dropout` and `norm` (batch norm) are what a correct module has: a resume restores
+    both. `noise` (added to the inputs) is a mistake for the restart check to find: drawn
+    from a generator of the module's own, which no checkpoint holds (seeded from the run's
+    seed, or with `noise_seeded: false` from the clock)."""
+
+    def __init__(
+        self,
+        lr: float = 0.05,
+        width: int = 16,
+        dropout: float = 0.0,
+        norm: bool = False,
+        noise: float = 0.0,
+        noise_seeded: bool = True,
+    ) -> None:
         super().__init__()
         self.save_hyperparameters()
         self.net = torch.nn.Sequential(
             torch.nn.Linear(8, width),
+            torch.nn.BatchNorm1d(width) if norm else torch.nn.Identity(),  # running stats
             torch.nn.Tanh(),
             torch.nn.Dropout(dropout),  # draws from the RNG: a resume must restore it
             torch.nn.Linear(width, 1),
         )
+        self.noise = torch.Generator()
+        if noise_seeded:
+            self.noise.manual_seed(torch.initial_seed())
+        else:
+            self.noise.seed()  # not reproducible: two runs of one seed differ
 
     def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
         x, y = batch
@@ -36,6 +59,12 @@ class Net(pl.LightningModule):
             with Path(log, name).open("a") as handle:
                 handle.write(f"{self.global_step + 1}\n")
         time.sleep(float(os.environ.get("STEP_SLEEP", 0)))
+        phases = os.environ.get("PHASE_LOG")
+        if phases:  # what the run's environment tells a module (a pilot, and how far)
+            with Path(phases).open("a") as handle:
+                handle.write(f"{ablate.phase()} {ablate.until()} {ablate.steps()}\n")
+        if self.hparams.noise:
+            x = x + self.hparams.noise * torch.randn(x.shape, generator=self.noise)
         return F.mse_loss(self.net(x).squeeze(1), y)
 
     def validation_step(self, batch: list[torch.Tensor], batch_idx: int) -> None:
@@ -52,32 +81,6 @@ class Net(pl.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
 
 
-class Batches:
-    """A resumable loader (`state_dict`, `load_state_dict`): epoch e's order is a permutation
-    seeded by e, and the position in it is the state Lightning checkpoints."""
-
-    def __init__(self, data: TensorDataset, batch_size: int) -> None:
-        self.data, self.batch_size = data, batch_size
-        self.epoch = self.cursor = 0
-
-    def __len__(self) -> int:
-        return len(self.data) // self.batch_size
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        order = torch.randperm(len(self.data), generator=torch.Generator().manual_seed(self.epoch))
-        while self.cursor < len(self):
-            rows = order[self.cursor * self.batch_size : (self.cursor + 1) * self.batch_size]
-            self.cursor += 1
-            yield self.data[rows]
-        self.epoch, self.cursor = self.epoch + 1, 0
-
-    def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "cursor": self.cursor}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.epoch, self.cursor = state["epoch"], state["cursor"]
-
-
 class Sine(pl.LightningDataModule):
     def __init__(self, batch_size: int = 32, resumable: bool = False) -> None:
         super().__init__()
@@ -87,9 +90,9 @@ class Sine(pl.LightningDataModule):
         self.train, self.heldout = TensorDataset(x[:256], y[:256]), TensorDataset(x[256:], y[256:])
         self.batch_size, self.resumable = batch_size, resumable
 
-    def train_dataloader(self) -> DataLoader | Batches:
-        if self.resumable:
-            return Batches(self.train, self.batch_size)
+    def train_dataloader(self) -> DataLoader | ResumableLoader:
+        if self.resumable:  # the project's loader, as the README's example uses it
+            return ResumableLoader(self.train, batch_size=self.batch_size, shuffle=True)
         return DataLoader(self.train, batch_size=self.batch_size, shuffle=True)
 
     def val_dataloader(self) -> DataLoader:

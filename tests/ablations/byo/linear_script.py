@@ -3,8 +3,9 @@
 Reports through `ablate_report`; its state is one JSON file. At its last step it writes its
 held-out predictions (each row classified as above 1 or not), for the error analysis. Test
 knobs in the environment: `TRAINED_LOG` (a folder: append each trained step to
-`<lr>-<seed>.log`, so a test sees what a kill and a resume trained twice) and `STEP_SLEEP`
-(seconds per step, so a test can kill it mid-run)."""
+`<lr>-<seed>.log`, so a test sees what a kill and a resume trained twice), `STEP_SLEEP`
+(seconds per step, so a test can kill it mid-run) and `FORGET_RNG` (a resume draws from a
+fresh generator instead of the saved one: the mistake the restart check must find)."""
 
 import argparse
 import json
@@ -29,6 +30,8 @@ if start:
     state = json.loads((ablate.resume_dir() / "state.json").read_text())
     w, b, rng = state["w"], state["b"], random.Random()
     rng.setstate((state["rng"][0], tuple(state["rng"][1]), state["rng"][2]))
+    if os.environ.get("FORGET_RNG"):
+        rng = random.Random(ablate.seed())
 sleep, log = float(os.environ.get("STEP_SLEEP", 0)), os.environ.get("TRAINED_LOG")
 if log:
     log = os.path.join(log, f"{args.lr}-{ablate.seed()}.log")

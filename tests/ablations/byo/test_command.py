@@ -73,6 +73,17 @@ def test_divergence_stops_with_the_rule_and_the_step(tmp_path: Path) -> None:
     assert (tmp_path / "out" / record.artifacts["steps"]).exists()
 
 
+def test_the_quality_rule_stops_at_the_evaluation_it_judged(tmp_path: Path) -> None:
+    """The helper sends an evaluation without waiting for the answer (its steps are
+    microseconds): the rule's stop comes with the program's next question, and the run ends
+    at the evaluation's step, the steps trained meanwhile left out."""
+    rules = {"quality": {"warmup_steps": 0}}
+    record = run(spec_for(None, tmp_path, threshold=1e-9, stop_rules=rules))
+    assert record.status == "stopped" and record.stop is not None
+    assert record.stop.rule == "quality" and record.stop.step == 25
+    assert record.steps_done == 25 and [e["step"] for e in record.evaluations] == [25]
+
+
 def test_a_resume_the_program_ignores_fails_the_run(tmp_path: Path) -> None:
     store = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 30})
     run(spec_for(store, tmp_path, until=30, phase="pilot"))

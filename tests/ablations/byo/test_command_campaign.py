@@ -65,6 +65,25 @@ def test_verdicts_and_verify(campaign: Campaign) -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert "note: no final model is re-evaluated: a command's model is its program's" in (
+        verify.stderr
+    )
+
+
+def test_the_programs_code_is_in_the_record(campaign: Campaign) -> None:
+    """The script's folder, hashed at registration (the kill and rerun kept it), is in the
+    manifest and named at the top of the report beside what verify checks."""
+    import json
+
+    registered = json.loads((campaign.out / "registration.json").read_text())["code"]
+    code = json.loads((campaign.out / "manifest.json").read_text())["code_version"]["workload"]
+    assert code == registered and code["paths"] == [str(SCRIPT.parent)] and not code["declared"]
+    report = (campaign.out / "REPORT.md").read_text()
+    assert f"**Code.** {SCRIPT.parent} ({code['files']} files, sha256 {code['sha256'][:12]})" in (
+        report
+    )
+    assert "**Verification.** `ablate verify` re-hashes every file" in report
+    assert "it re-evaluates no model: a command's model is its program's own" in report
 
 
 def test_the_diverging_level_is_stopped_with_its_rule_and_step(campaign: Campaign) -> None:

@@ -4,6 +4,7 @@ bitwise, with a plain shuffling DataLoader), and the mistakes a plan can make.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,37 @@ def test_a_resumable_loader_resumes_bitwise_from_s3(
     assert resumed.checkpoint.uri.endswith("byo-lightning/byo/control-s0-abc/step-00000030")
     assert resumed.metrics == straight.metrics  # bitwise: the loader's position was saved
     assert resumed.evaluations == straight.evaluations  # the history came back with it
+
+
+@pytest.mark.slow
+def test_a_pilot_validated_off_the_evaluation_steps_leaves_training_bitwise(
+    tmp_path: Path,
+) -> None:
+    """A pilot validates at its last step (15), which the run straight through does not
+    (every 20): the validation loader's seed comes from torch's generator, so without the
+    fork the dropout masks after the resume were other ones."""
+    store = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 1000})
+    params = {"lr": 0.05, "resumable": True, "dropout": 0.1}
+    straight = run(spec_for(tmp_path, params=params))
+    first = run(spec_for(tmp_path, params=params, checkpoint=store, until=15, phase="pilot"))
+    assert first.steps_done == 15 and first.evaluations[-1]["step"] == 15, first
+    resumed = run(spec_for(tmp_path, params=params, checkpoint=store))
+    assert resumed.checkpoint.resumed_from_step == 15
+    assert resumed.metrics == straight.metrics
+    assert resumed.evaluations[-1] == straight.evaluations[-1]
+
+
+@pytest.mark.slow
+def test_the_module_is_told_it_trains_a_pilot_and_how_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "phases"
+    monkeypatch.setenv("PHASE_LOG", str(log))
+    monkeypatch.delenv("ABLATE_PHASE", raising=False)
+    record = run(spec_for(tmp_path, until=10, phase="pilot"))
+    assert record.steps_done == 10, record
+    assert set(log.read_text().splitlines()) == {"pilot 10 40"}  # ablate_report, in-process
+    assert "ABLATE_PHASE" not in os.environ  # as it was, once the run is done
 
 
 @pytest.mark.slow

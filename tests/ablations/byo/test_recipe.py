@@ -3,6 +3,9 @@ PyTorch script resumes from a committed folder to the same result as straight th
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,38 @@ def test_the_recipe_script_resumes_to_the_straight_result(
     assert resumed.checkpoint.resumed_from_step == 30
     assert resumed.status == straight.status == "accepted"
     assert resumed.metrics == straight.metrics
+
+
+def test_the_recipe_script_runs_bare_with_the_import_line_as_written(tmp_path: Path) -> None:
+    """`import ablate_report as ablate` with no campaign: not on any PYTHONPATH ablate set,
+    from another folder; every call a no-op (no report printed, no reply awaited)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ABLATE_")}
+    env.pop("PYTHONPATH", None)
+    script = ROOT / "ablations" / "recipes" / "command" / "train.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--width", "4"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""  # no JSON line: nothing reported
+    assert list(tmp_path.iterdir()) == []  # and nothing saved
+
+
+@pytest.mark.slow
+def test_a_pilot_shorter_than_the_evaluation_cadence_evaluates_at_its_last_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ABLATE_UNTIL tells the script where this process stops: the pilot evaluates there (the
+    gate reads it), though its step is no multiple of eval_every."""
+    plan = load_plan(RECIPE)
+    monkeypatch.chdir(ROOT)
+    spec = RunSpec(
+        run_id="control-s0", campaign_id="recipe", plan_hash="0" * 16, variant="control",
+        category="essential", phase="pilot", seed=0, params=plan.control.params, steps=100,
+        until=30, eval_every=50, workload=COMMAND_ENTRY, command=plan.workload.command,
+        metric="mse", direction="minimize", threshold=10.0,
+    )  # fmt: skip
+    record = execute(spec, CommandWorkload)
+    assert record.status == "accepted" and record.steps_done == 30, record
+    assert [e["step"] for e in record.evaluations] == [30]

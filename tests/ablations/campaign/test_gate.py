@@ -7,7 +7,7 @@ from typing import Any
 from ablations.campaign.gate import apply_answer, auto_decision
 from ablations.plan.model import Plan, parse_plan, plan_hash
 from ablations.plan.variants import PlannedRun, planned_runs
-from ablations.records import PreflightReport, RunRecord, Stop, Timings
+from ablations.records import PreflightReport, RunError, RunRecord, Stop, Timings
 
 PASSED = PreflightReport(passed=True)
 
@@ -57,12 +57,13 @@ def test_fix_not_reframe_when_preflight_found_a_defect(demo_data: dict[str, Any]
     )
     for report, defect in (
         (data, "data check: disjoint_ids: overlap ids [3]; fix the data"),
-        (restart, "restart check: the workload's state does not resume bitwise at step 2: "),
+        (restart, "restart check: the run does not resume exactly at step 2: "),
     ):
         decision = auto_decision(plan, [], report, main, slots=1)
         assert decision.decision == "fix" and decision.drop == []
         assert defect in decision.reason, decision.reason
-    assert "losses differ at 3; fix the workload's state_dict/load_state_dict" in decision.reason
+    # the check's own message says what to fix (an adapter's user writes no state_dict)
+    assert decision.reason.endswith("losses differ at 3"), decision.reason
     demo_data["gate"].pop("reframe_on")
     plan, _, _ = _setup(demo_data)
     assert auto_decision(plan, [], data, main, slots=1).decision == "fix"
@@ -82,6 +83,23 @@ def test_reframe_when_control_stopped_failed_or_below(demo_data: dict[str, Any])
         decision = auto_decision(plan, [record, *others], PASSED, main, slots=1)
         assert decision.decision == "reframe", fragment
         assert fragment in decision.reason
+
+
+def test_fix_not_reframe_when_the_code_reported_no_metric(demo_data: dict[str, Any]) -> None:
+    """A control that failed for reporting no value of the metric is a mistake of the code or
+    the plan (a command evaluating only every eval_every steps in a shorter pilot), not an
+    answer to the question: fix, never reframe."""
+    plan, pilot, main = _setup(demo_data)
+    control = next(r for r in pilot if r.variant == "control")
+    others = [_record(r) for r in pilot if r.variant != "control"]
+    message = "the training code reported no 'accuracy' by step 30"
+    missing = RunError(type="MissingMetric", message=message)
+    record = _record(control, "failed", error=missing)
+    decision = auto_decision(plan, [record, *others], PASSED, main, slots=1)
+    assert decision.decision == "fix", decision
+    assert f"pilot run {control.run_id}: {message}; fix the training code's" in decision.reason
+    crashed = _record(control, "failed", error=RunError(type="ValueError", message="bad"))
+    assert auto_decision(plan, [crashed, *others], PASSED, main, slots=1).decision == "reframe"
 
 
 def test_trigger_not_registered_does_not_reframe(demo_data: dict[str, Any]) -> None:

@@ -79,16 +79,45 @@ def test_empty_file_exits_2(write_plan: Any) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_validate_warns_when_the_pilot_is_shorter_than_the_warmup_or_one_evaluation(
+def test_validate_warns_when_the_pilot_is_shorter_than_the_warmup(
     demo_data: dict[str, Any], write_plan: Any
 ) -> None:
-    demo_data["pilot"]["steps"] = 40  # warm-up 100, one evaluation every 50 steps
+    demo_data["pilot"]["steps"] = 50  # warm-up 100, one evaluation every 50 steps
     result = ablate("validate", str(write_plan(demo_data)))
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
-    assert len(warnings) == 2, result.stderr
-    assert "quality.warmup_steps (100)" in warnings[0] and "eval_every 50" in warnings[1]
+    assert len(warnings) == 1, result.stderr
+    assert "quality.warmup_steps (100)" in warnings[0]
     assert "valid" in result.stdout
 
     demo_data["pilot"]["steps"] = 100
     assert ablate("validate", str(write_plan(demo_data))).stderr == ""
+
+
+def test_a_pilot_ending_before_the_first_evaluation_exits_2_in_one_line(
+    demo_data: dict[str, Any], write_plan: Any
+) -> None:
+    demo_data["pilot"]["steps"] = demo_data["workload"]["eval_every"] - 1
+    for command in ("validate", "plan"):
+        result = ablate(command, str(write_plan(demo_data)))
+        assert result.returncode == 2, result.stdout
+        head, *problems = result.stderr.strip().splitlines()  # as every invalid plan is shown
+        assert head.endswith("invalid plan, 1 problem(s):") and len(problems) == 1, head
+        assert "pilot.steps: ends before the first evaluation (workload.eval_every" in problems[0]
+
+
+def test_plan_projects_on_the_slots_ablate_run_opens_here() -> None:
+    """`ablate run` opens `local_slots_for(plan, path, --devices)`; `ablate plan` projects on
+    the same (it projected the package's one card, where a CPU machine's run used two)."""
+    from ablations.plan.io import load_plan
+    from ablations.slots.local import local_slots_for
+
+    recipe = ROOT / "ablations" / "recipes" / "command.yaml"
+    here = len(local_slots_for(load_plan(recipe), recipe, None))
+    for devices, expected in ((None, here), ("3", 3)):
+        flags = ["--devices", devices] if devices else []
+        result = ablate("plan", str(recipe), "--json", *flags)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["budget"]["slots"] == expected
+    text = ablate("plan", str(recipe), "--devices", "3").stdout
+    assert "on 3 slot(s) [cpu#0, cpu#1, cpu#2]" in text

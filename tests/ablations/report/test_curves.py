@@ -172,3 +172,17 @@ def test_a_campaign_that_ended_at_the_gate_shows_its_pilot_curves(tmp_path: Path
     runs = [pilot, ReportRun(planned=planned_main)]  # the main run never ran: no record
     (curve,) = load_curves(tmp_path, runs, "accuracy")
     assert curve.run_id == pilot.planned.run_id and curve.steps == list(range(1, 51))
+
+
+def test_a_pair_evaluated_off_the_grid_leaves_the_other_pairs_a_gap(tmp_path: Path) -> None:
+    """Seed 0's pilots stopped at step 30 (not a multiple of eval_every) and evaluated there;
+    seed 1 never did: its difference row has a gap at 30 (it raised a KeyError, failing the
+    whole results step)."""
+    runs = [write_run(tmp_path, v, seed) for v in (CONTROL, "width=16") for seed in (0, 1)]
+    for variant in (CONTROL, "width=16"):
+        evals = tmp_path / "metrics" / f"{variant}-s0-main.evals.csv"
+        header, first, *rest = evals.read_text().splitlines()
+        evals.write_text("\n".join([header, first, f"30,{value_at(30, 0, 0.0)!r}", *rest]) + "\n")
+    curves = load_curves(tmp_path, runs, "accuracy")
+    assert 30 in next(c for c in curves if c.run_id == "control-s0-main").eval_steps
+    assert curves_figure(curves, METRIC) is not None

@@ -166,3 +166,18 @@ def test_report_command(
     (empty / "manifest.json").write_text('{"campaign_id": "x"}')
     assert main(["report", str(empty)]) == EXIT_INPUT
     assert "holds no 'runs' list" in capsys.readouterr().err
+
+
+def test_the_report_names_the_code_and_what_verify_re_evaluates(
+    tmp_path: Path, synthetic: Synthetic
+) -> None:
+    built_in = render_report(inputs_of(tmp_path, synthetic, code="ablate 0.1.0, its own workload"))
+    assert "**Code.** ablate 0.1.0, its own workload." in built_in
+    assert "re-evaluates each accepted run's final model (models/) afresh." in built_in
+    lightning = {"lightning": {"module": "pkg.m:Net", "data": "pkg.m:Data"}}
+    workload = synthetic.plan.workload.model_validate(lightning)
+    plan = synthetic.plan.model_copy(update={"workload": workload})
+    adapter = render_report(assemble_inputs(tmp_path, plan, synthetic.runs))
+    assert "it re-evaluates no model: a Lightning run's model is in Lightning's checkpoints" in (
+        adapter
+    )

@@ -174,3 +174,32 @@ def test_a_failed_job_is_an_error_of_its_cause(
     assert type(typed) is raised and typed.failure is failure
     assert isinstance(typed, InfrastructureError if cause == "infrastructure" else WorkloadError)
     assert str(typed) == f"probe of control failed: {type(error).__name__}: {error}"
+
+
+def test_a_runs_own_output_goes_to_its_log_not_the_terminal(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """What a framework prints (a tip on stdout, a warning on stderr, here a command's) lands
+    in `logs/<run_id>.log` of the campaign's folder; the worker's terminal stays quiet."""
+    from tests.ablations.byo.test_command import SCRIPT, spec_for
+
+    chatty = tmp_path / "chatty.py"
+    chatty.write_text(
+        "import sys, warnings\n"
+        "print('Tip: try our cloud', flush=True)\n"
+        "warnings.warn('old API')\n"
+        f"exec(compile(open({str(SCRIPT)!r}).read(), 'train', 'exec'))\n"
+    )
+    spec = spec_for(None, tmp_path, command=["python", str(chatty), "--lr", "{lr}"])
+    worker = SlotWorker(
+        SlotSpec(name="cpu#0", device="cpu", cpu_threads=1), Warmup(log_dir=str(tmp_path / "out"))
+    )
+    try:
+        record = worker.do(RunJob(spec))
+    finally:
+        worker.close()
+    assert record.status == "accepted", record
+    log = (tmp_path / "out" / "logs" / f"{spec.run_id}.log").read_text()
+    assert "Tip: try our cloud" in log and "UserWarning: old API" in log
+    printed = capfd.readouterr()
+    assert "Tip" not in printed.out + printed.err and "old API" not in printed.err

@@ -1,0 +1,230 @@
+"""The user's code as part of the record: what a campaign's runs trained with, hashed.
+
+    code = workload_code(plan)      # None for a built-in workload (the package's version says it)
+    code.sha256, code.paths         # into registration.json and manifest.json
+
+A plan's hash says what was asked; this says what answered it. Editing the training script
+keeps the plan's hash, so a rerun into the same folder would mix two versions of the code:
+the registration keeps this hash, and a rerun whose code hashes otherwise is refused once any
+run has trained (`ablations.campaign.state`).
+
+What is hashed: the plan's `workload.code` (files and folders, relative to the folder `ablate
+run` starts in), else by default the folder of the command's script (`python -m pkg.mod`: the
+module's package) or the package of each module the workload names (a Lightning module, a
+`make_trainer`, a workload class), leaving out whatever lives inside the installed `ablations`
+package (a built-in workload, a recipe: the manifest's package version and commit cover it).
+A folder is walked without `.git`, hidden entries, `__pycache__`, virtual environments and
+ablate's output folders; the default also leaves out files over 1 MiB and binary files (data,
+weights), and gives up (an `InputError` saying so) past 2000 files or 64 MiB: name the code in
+`workload.code` then. The hash covers each file's path (relative to its folder, under the
+folder's name) and content, so a moved checkout hashes the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from ablations.errors import InputError
+from ablations.names import MANIFEST, REGISTRATION
+from ablations.plan.model import Plan
+
+MAX_FILES = 2000
+"""Files a code hash may cover: more is a data folder or a whole checkout, not the code."""
+MAX_BYTES = 64 * 2**20
+"""Bytes a code hash may read (a second or so of hashing)."""
+MAX_FILE_BYTES = 2**20
+"""A default folder's file above this is data or weights, not code: left out."""
+SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
+"""Folders never hashed (besides hidden ones, virtual environments and output folders)."""
+
+
+class WorkloadCode(BaseModel):
+    """The user's code a campaign's runs trained with."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sha256: str
+    """Of every hashed file's path and content (see `ablations.campaign.code`)."""
+    paths: list[str]
+    """The files and folders hashed, as the plan names them or as found (relative to the
+    folder `ablate run` started in when inside it)."""
+    files: int
+    """Files hashed."""
+    bytes: int
+    """Their total size."""
+    declared: bool
+    """Whether the plan's `workload.code` named them (else the default was taken)."""
+
+    def line(self) -> str:
+        """`train/ (3 files, sha256 0123456789ab)`, for a summary line."""
+        shown = ", ".join(self.paths)
+        return f"{shown} ({self.files} files, sha256 {self.sha256[:12]})"
+
+
+def workload_code(plan: Plan, cwd: Path | None = None) -> WorkloadCode | None:
+    """The code `plan`'s runs train with, hashed; None when it is all the installed package's
+    (a built-in workload) or no file of it is found (a program on the PATH)."""
+    cwd = (cwd or Path.cwd()).resolve()
+    declared = plan.workload.code
+    if declared is not None:
+        roots = []
+        for i, given in enumerate(declared):
+            path = (cwd / given).resolve()
+            if not path.exists():
+                raise InputError(f"workload.code[{i}]: no such file or folder: {path}")
+            roots.append(path)
+        label = f"workload.code {declared}"
+    else:
+        roots = default_roots(plan, cwd)
+        label = f"the default workload.code ({', '.join(map(str, roots))})"
+    roots = _outermost(roots)
+    if not roots:
+        return None
+    digest, files, size = _hash(roots, default=declared is None, label=label)
+    return WorkloadCode(
+        sha256=digest,
+        paths=[_shown(root, cwd) for root in roots],
+        files=files,
+        bytes=size,
+        declared=declared is not None,
+    )
+
+
+def code_line(plan: Plan, cwd: Path | None = None) -> str:
+    """What a campaign of `plan` records of its code, in a few words."""
+    code = workload_code(plan, cwd)
+    if code is not None:
+        return code.line()
+    command = plan.workload.command
+    if command is not None and not any(
+        (cwd or Path.cwd()).joinpath(argument).is_file() for argument in command[1:]
+    ):
+        return "no file of the command found: name it in workload.code to record it"
+    return "the installed ablate package's (its version and commit are recorded)"
+
+
+def default_roots(plan: Plan, cwd: Path) -> list[Path]:
+    """The command's script's folder, or the package folder of each user module named."""
+    workload = plan.workload
+    if workload.command is not None:
+        found = _command_root(workload.command, cwd)
+        return [found] if found is not None else []
+    roots = [_module_root(entry.partition(":")[0]) for _, entry in workload.named_imports]
+    return [root for root in roots if root is not None]
+
+
+def _command_root(command: list[str], cwd: Path) -> Path | None:
+    """The folder of the command's script: the first argument naming an existing file (after
+    an interpreter), or the package of `-m module`."""
+    arguments = list(command)
+    if Path(arguments[0]).name.startswith("python"):
+        arguments = arguments[1:]
+    for i, argument in enumerate(arguments):
+        if argument == "-m" and i + 1 < len(arguments):
+            return _module_root(arguments[i + 1], cwd)
+        if "{" in argument or argument.startswith("-"):
+            continue
+        path = cwd / argument
+        if path.is_file():
+            folder = path.resolve().parent
+            return None if _ours(folder) else folder
+    return None
+
+
+def _module_root(module: str, cwd: Path | None = None) -> Path | None:
+    """The folder of `module`'s top-level package (the module's own folder when it is in
+    none); None inside the installed `ablations` package, or when it cannot be found."""
+    top = module.split(".")[0]
+    try:
+        spec = importlib.util.find_spec(top)
+        if spec is None and cwd is not None:  # `python -m` from the folder ablate starts in
+            return cwd / top if (cwd / top).is_dir() else None
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:  # a package: its folder
+        root = Path(next(iter(spec.submodule_search_locations))).resolve()
+    elif spec.origin and os.path.isfile(spec.origin):
+        root = Path(spec.origin).resolve().parent
+    else:
+        return None  # a built-in or frozen module
+    return None if _ours(root) else root
+
+
+def _ours(folder: Path) -> bool:
+    """Whether `folder` is inside the installed `ablations` package (a recipe, a built-in
+    workload): the package's version and commit record it."""
+    ours = Path(__file__).resolve().parents[1]
+    return folder == ours or ours in folder.parents
+
+
+def _outermost(roots: list[Path]) -> list[Path]:
+    """The roots, each once, none inside another (in their first order)."""
+    unique = list(dict.fromkeys(roots))
+    return [r for r in unique if not any(o != r and o in r.parents for o in unique)]
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    try:
+        return path.relative_to(cwd).as_posix() or "."
+    except ValueError:
+        return str(path)
+
+
+def _hash(roots: list[Path], *, default: bool, label: str) -> tuple[str, int, int]:
+    """sha256 over every file's `root name/relative path` and content; files, bytes."""
+    sha, files, size = hashlib.sha256(), 0, 0
+    for root in roots:
+        for path, name in _files(root, default=default):
+            files += 1
+            size += path.stat().st_size
+            if files > MAX_FILES or size > MAX_BYTES:
+                raise InputError(
+                    f"{label} holds more than {MAX_FILES} files or {MAX_BYTES // 2**20} MiB: "
+                    "name your code's files and folders in workload.code (e.g. [train.py, "
+                    "mypkg]) so that its hash is the code's, not a data folder's"
+                )
+            sha.update(f"{name}\0".encode())
+            sha.update(hashlib.sha256(path.read_bytes()).digest())
+    return sha.hexdigest(), files, size
+
+
+def _files(root: Path, *, default: bool) -> Iterator[tuple[Path, str]]:
+    """(file, name hashed) under `root`, in a fixed order; a file root is itself."""
+    if root.is_file():
+        yield root, root.name
+        return
+    for folder, subfolders, names in os.walk(root):
+        here = Path(folder)
+        subfolders[:] = sorted(d for d in subfolders if not _skipped_folder(here / d))
+        for name in sorted(names):
+            path = here / name
+            if name.startswith(".") or name.endswith((".pyc", ".pyo")) or not path.is_file():
+                continue
+            if default and not _looks_like_code(path):
+                continue
+            yield path, f"{root.name}/{path.relative_to(root).as_posix()}"
+
+
+def _skipped_folder(folder: Path) -> bool:
+    """A folder never part of the code: hidden, caches, a virtual environment, an output
+    folder of ablate (its registration or manifest inside)."""
+    name = folder.name
+    if name.startswith(".") or name in SKIPPED_FOLDERS:
+        return True
+    return any((folder / marker).exists() for marker in ("pyvenv.cfg", REGISTRATION, MANIFEST))
+
+
+def _looks_like_code(path: Path) -> bool:
+    """Small and text: a default folder's data files and weights are not the code."""
+    if path.stat().st_size > MAX_FILE_BYTES:
+        return False
+    with path.open("rb") as handle:
+        return b"\0" not in handle.read(8192)
