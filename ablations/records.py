@@ -8,8 +8,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
+from ablations.credentials import redact
 from ablations.plan.sections import (
     Category,
     CheckpointSection,
@@ -97,6 +105,13 @@ class RunError(Record):
     cause: FailureCause = "workload"
     """Who failed: the workload, or the infrastructure it ran on (retried by a rerun)."""
 
+    @field_validator("message")
+    @classmethod
+    def _nothing_secret(cls, message: str) -> str:
+        # an exception's text (a store's, the user's code's) reaches the record, the manifest,
+        # the report, the task's state message and the UI's tables: redacted once, here
+        return redact(message)
+
     @model_validator(mode="before")
     @classmethod
     def _cause_of_older_records(cls, data: Any) -> Any:
@@ -154,6 +169,11 @@ class CheckpointSummary(Record):
     there is the plan, resuming later is a recovery."""
     note: str | None = None
     """Why the run did not resume where it was planned to (its pilot's last step)."""
+
+    @field_validator("last_error", "note")
+    @classmethod
+    def _nothing_secret(cls, text: str | None) -> str | None:
+        return None if text is None else redact(text)  # a store's error text (see RunError)
 
 
 class RunSpec(Record):

@@ -23,8 +23,7 @@ from pathlib import Path
 from ablations.campaign.admission import plan_text_of as admitted_text
 from ablations.entries import require_allowed_entry
 from ablations.errors import InputError, short_repr
-from ablations.plan.io import parse_yaml
-from ablations.plan.model import parse_plan
+from ablations.plan.io import plan_from_text
 
 ROOTS_ENV = "ABLATE_SERVE_ROOTS"
 ENTRIES_ENV = "ABLATE_ALLOW_ENTRY"
@@ -78,7 +77,7 @@ def admitted_plan_text(plan_path: str, plan_yaml: str, out_dir: str) -> str:
             boundary.require_inside("plan_path", plan_path)
     text, source = admitted_text(plan_yaml, plan_path)  # bounded; names a missing plan
     if boundary is not None:
-        plan = parse_plan(parse_yaml(text, source), source)
+        plan = plan_from_text(text, source)
         for entry in plan.workload.imported:
             require_allowed_entry(entry, boundary.entries)
     return text

@@ -21,6 +21,7 @@ from ablations.cli.registry import (
     EXIT_OK,
     command,
 )
+from ablations.credentials import redact
 from ablations.errors import CampaignInterrupted, InfrastructureError, InputError
 from ablations.plan.io import load_plan
 from ablations.plan.model import Plan, plan_hash
@@ -228,15 +229,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS[args.command](args)
     except InputError as exc:  # the plan, the folder or a value given: the user fixes it
-        print(f"error: {exc}", file=sys.stderr)
+        _error(f"error: {exc}")
         return EXIT_INPUT
     except InfrastructureError as exc:  # the store, the ledger, a worker: not the input
-        print(f"error: {infrastructure_line(exc)}", file=sys.stderr)
+        _error(f"error: {infrastructure_line(exc)}")
         return EXIT_INFRASTRUCTURE
     except OSError as exc:  # the machine, not the input: a full disk, a read-only folder
         if os.environ.get("ABLATE_DEBUG"):
             raise
-        print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        _error(f"error: {os_error_line(exc)}")
         return EXIT_INTERNAL
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -244,11 +245,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the last guard: a user never sees a raw traceback
         if os.environ.get("ABLATE_DEBUG"):
             raise
-        print(
-            f"internal error: {type(exc).__name__}: {exc} (set ABLATE_DEBUG=1 for the traceback)",
-            file=sys.stderr,
+        _error(
+            f"internal error: {type(exc).__name__}: {exc} (set ABLATE_DEBUG=1 for the traceback)"
         )
         return EXIT_INTERNAL
+
+
+def _error(line: str) -> None:
+    """The one line a command that failed ends with, on stderr, with nothing secret in it
+    (`ablations.credentials.redact`: URLs without user info or query, keys masked)."""
+    print(redact(line), file=sys.stderr)
 
 
 def console() -> None:

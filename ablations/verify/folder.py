@@ -143,15 +143,15 @@ def _registration(out_dir: Path) -> Registration | None:
 
 def _registered_plan(out_dir: Path, manifest: Manifest, found: Verification) -> Any:
     """(plan, its hash) from plan.yaml, checked against the manifest and the registration."""
-    from ablations.plan.io import parse_yaml
-    from ablations.plan.model import parse_plan, plan_hash
+    from ablations.plan.io import plan_from_text
+    from ablations.plan.model import plan_hash
 
     path = out_dir / PLAN
     if not path.is_file():
         found.problems.append(FolderProblem(PLAN, "missing: the registered plan is needed"))
         return None, str(manifest.plan_hash)
     try:
-        plan = parse_plan(parse_yaml(path.read_text(encoding="utf-8"), PLAN), PLAN)
+        plan = plan_from_text(path.read_text(encoding="utf-8"), PLAN)
     except (AblationError, OSError, UnicodeDecodeError) as exc:
         first = str(exc).splitlines()[0]
         found.problems.append(FolderProblem(PLAN, f"is not a valid plan: {first}"))
@@ -397,11 +397,13 @@ def verify_command(args: argparse.Namespace) -> int:
         cross_device_tolerance=max(args.tolerance, CROSS_DEVICE_TOLERANCE),
         check_store=not args.skip_store,
     )
+    from ablations.credentials import redact
+
     for note in found.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(redact(f"note: {note}"), file=sys.stderr)
     if found.problems:
-        for problem in found.problems:
-            print(problem)
+        for problem in found.problems:  # a problem may quote what it found (a URI, a value)
+            print(redact(str(problem)))
         print(
             f"ablate verify: {len(found.problems)} problem(s) in {found.out_dir}", file=sys.stderr
         )
