@@ -64,6 +64,30 @@ def test_a_plan_path_outside_the_roots_is_never_read(
     assert not (served / "out").exists()
 
 
+def test_served_refusals_quote_no_secret_in_the_state_message_or_the_logs(
+    prefect_server: None, served: Path, tiny_plan: dict[str, Any]
+) -> None:
+    """What `ablate notify` forwards (the state message) and the run's logs: a private note
+    under the root is described, never quoted; a signed endpoint query never shown."""
+    from tests.flows.test_ui_states import _logs
+
+    note = served / "note.txt"
+    note.write_text("Dear diary, the vault password is hunter2-planted.\n")
+    tiny_plan["checkpoint"] = {
+        "store": "s3://bucket/ablate",
+        "endpoint_url": "https://s3.example.com/?X-Amz-Security-Token=FwoGplantedtoken",
+    }
+    for parameters, named in [
+        ({"plan_path": str(note)}, "not a YAML mapping (text, 51 bytes): not a plan"),
+        ({"plan_yaml": plan_text(tiny_plan)}, "checkpoint.endpoint_url"),
+    ]:
+        state = _campaign(**parameters, out_dir=str(served / "out"), return_state=True)
+        assert state.is_failed() and named in str(state.message)
+        logs = _logs(state.state_details.flow_run_id, at_least=1)
+        shown = str(state.message) + "".join(log.message for log in logs)
+        assert "hunter2" not in shown and "planted" not in shown
+
+
 def test_a_workload_not_on_the_allow_list_is_refused_before_import(
     prefect_server: None,
     served: Path,
