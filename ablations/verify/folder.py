@@ -94,8 +94,12 @@ def verify_folder(
     plan, plan_hash = _registered_plan(out_dir, manifest, found)
     rows = _rows(manifest, found)
     found.runs = len(rows)
-    if plan is not None:
-        _check_registered(plan, plan_hash, manifest, rows, found)
+    # An edited plan.yaml registers other runs (a run's id hashes the plan): the runs, their
+    # checkpoints and models are checked against the registered plan only (the edit itself is
+    # a problem already, naming plan.yaml).
+    registered = plan if plan is not None and plan_hash == manifest.plan_hash else None
+    if registered is not None:
+        _check_registered(registered, plan_hash, manifest, rows, found)
     _check_records(out_dir, rows, found)
     from ablations.byo import external_entry
 
@@ -106,11 +110,16 @@ def verify_folder(
     from ablations.verify.reload import check_checkpoint, check_ledger, reevaluate
 
     add(check_ledger(out_dir, manifest, manifest.ledger_file or LEDGER))
-    if plan is not None:
+    if registered is not None:
         stores: dict[str, object] | None = {} if check_store else None
         for row in rows.values():
             problems, note = check_checkpoint(
-                row, plan, str(manifest.campaign_id), plan_hash, stores=stores, out_dir=out_dir
+                row,
+                registered,
+                str(manifest.campaign_id),
+                plan_hash,
+                stores=stores,
+                out_dir=out_dir,
             )
             add(problems)
             record = row.record()
@@ -118,7 +127,7 @@ def verify_folder(
             if note and note not in found.notes:
                 found.notes.append(note)
         tolerances = {"cpu": tolerance, "other": max(tolerance, cross_device_tolerance)}
-        add(reevaluate(out_dir, models, plan, tolerances))
+        add(reevaluate(out_dir, models, registered, tolerances))
         found.models = len(models)
     if not check_store:
         found.notes.append("checkpoint stores not opened (--skip-store)")
@@ -246,9 +255,14 @@ def _check_unneeded(
     for run_id in sorted(expected - marked):
         found.problems.append(
             FolderProblem(
-                MANIFEST, f"run {run_id} is {rows[run_id].status}; the looks never needed it"
+                MANIFEST, f"run {run_id} is {_status(rows, run_id)}; the looks never needed it"
             )
         )
+
+
+def _status(rows: dict[str, ManifestRun], run_id: str) -> str:
+    row = rows.get(run_id)
+    return row.status if row is not None else "without a row"
 
 
 def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verification) -> None:
@@ -389,8 +403,8 @@ def _check_runs_csv(out_dir: Path, rows: dict[str, ManifestRun], found: Verifica
             )
 
 
-def verify_command(args: argparse.Namespace) -> int:
-    """CLI handler: problems one per line on stdout, exit 1; a summary and exit 0 when none."""
+def verify_command(args: argparse.Namespace) -> bool:
+    """CLI handler: problems one per line on stdout (False), or a summary (True)."""
     found = verify_folder(
         args.out_dir,
         tolerance=args.tolerance,
@@ -407,10 +421,10 @@ def verify_command(args: argparse.Namespace) -> int:
         print(
             f"ablate verify: {len(found.problems)} problem(s) in {found.out_dir}", file=sys.stderr
         )
-        return 1
+        return False
     print(
         f"{found.out_dir}: verified {found.runs} runs, {found.files} files, "
         f"{found.checkpoints} checkpoint URIs; {found.models} final models re-evaluated on "
         f"the {REEVALUATION_DEVICE} within {args.tolerance:g}"
     )
-    return 0
+    return True

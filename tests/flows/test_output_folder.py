@@ -321,7 +321,7 @@ def test_each_tampering_fails_verify_naming_it(
     assert any(line.startswith(expected) for line in lines), "\n".join(lines)
 
 
-def test_the_cli_exits_1_with_one_line_per_problem(
+def test_the_cli_exits_2_with_one_line_per_problem(
     campaign: Campaign, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from ablations.cli import main
@@ -329,7 +329,7 @@ def test_the_cli_exits_1_with_one_line_per_problem(
     folder = tmp_path / "copy"
     shutil.copytree(campaign.out, folder)
     expected = [_flip_byte(folder), _delete(folder)]
-    assert main(["verify", str(folder)]) == 1  # the fresh-process run is the passing test's
+    assert main(["verify", str(folder)]) == 2  # the fresh-process run is the passing test's
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert len(lines) == 2, lines
