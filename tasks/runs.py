@@ -9,9 +9,9 @@ from prefect.context import TaskRunContext
 from prefect.states import Cancelled, Completed, Failed, State
 
 from ablations.campaign.campaign import Campaign
-from ablations.credentials import redact
 from ablations.campaign.executor import Executor
 from ablations.campaign.steps import execute_registered_run
+from ablations.credentials import redact
 from ablations.progress import outcome
 from ablations.records import RunRecord
 

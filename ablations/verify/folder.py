@@ -8,6 +8,8 @@ What holds when there is no problem:
   gate, budget, runs, files) and plan.yaml is the registered plan (same hash);
 - every registered run has a row; every finished run has its completion record
   (`records/<run_id>.json`, read first) and the record agrees with its row;
+- every look of looks.json and the manifest is the look the campaign's own code judges again
+  from the records (verdicts, intervals, alpha, looks: `ablations.verify.looks`);
 - every file the manifest names is present, non-empty, of the recorded size and sha256, and
   parses or loads (CSV with pandas, weights with `torch.load(weights_only=True)`, ...);
 - runs.csv and the ledger agree with the manifest; each checkpoint URI names the run's own
@@ -100,6 +102,9 @@ def verify_folder(
     registered = plan if plan is not None and plan_hash == manifest.plan_hash else None
     if registered is not None:
         _check_registered(registered, plan_hash, manifest, rows, found)
+        from ablations.verify.looks import check_looks
+
+        add(check_looks(out_dir, registered, plan_hash, manifest))
     _check_records(out_dir, rows, found)
     from ablations.byo import external_entry
 

@@ -296,6 +296,33 @@ def _damage_a_report_figure(folder: Path) -> str:
     return "REPORT.html: figure 1 does not decode as a PNG"
 
 
+def _flip_a_verdict_in_the_manifest(folder: Path) -> str:
+    """A verdict changed in the manifest alone: no file hash covers the manifest itself."""
+    manifest = _manifest(folder)
+    judgement = manifest["looks"][0]["judgements"][0]
+    judgement["verdict"] = "better" if judgement["verdict"] != "better" else "worse"
+    _save(folder, manifest)
+    return f"manifest.json: look 1, {judgement['variant']}: verdict is"
+
+
+def _change_a_look_everywhere(folder: Path) -> str:
+    """Alpha x10 and an interval narrowed to +/-1e-4, in looks.json and the manifest alike
+    (looks.json's hash made to match): only judging the look again from the records tells."""
+    looks = json.loads((folder / "looks.json").read_text())
+    manifest = _manifest(folder)
+    for recorded in (looks["looks"], manifest["looks"]):
+        recorded[0]["alpha"] *= 10
+        judgement = next(j for j in recorded[0]["judgements"] if j["mean_diff"] is not None)
+        judgement["ci_low"] = judgement["mean_diff"] - 1e-4
+        judgement["ci_high"] = judgement["mean_diff"] + 1e-4
+    (folder / "looks.json").write_text(json.dumps(looks))
+    data = (folder / "looks.json").read_bytes()
+    entry = next(f for f in manifest["files"] if f["path"] == "looks.json")
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+    _save(folder, manifest)
+    return f"looks.json: look 1, {judgement['variant']}: ci_low is"
+
+
 TAMPERS: list[Callable[[Path], str]] = [
     _flip_byte,
     _delete,
@@ -307,6 +334,8 @@ TAMPERS: list[Callable[[Path], str]] = [
     _record_disagrees,
     _plant_a_credential,
     _damage_a_report_figure,
+    _flip_a_verdict_in_the_manifest,
+    _change_a_look_everywhere,
 ]
 
 
