@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from ablations.cli.arguments import add_limit_flags
 from ablations.cli.registry import (
     COMMANDS,
     EXIT_INFRASTRUCTURE,
@@ -23,6 +24,7 @@ from ablations.cli.registry import (
 )
 from ablations.credentials import redact
 from ablations.errors import CampaignInterrupted, InfrastructureError, InputError
+from ablations.limits import Limits
 from ablations.plan.io import load_plan
 from ablations.plan.model import Plan, plan_hash
 from ablations.plan.variants import planned_runs, variants
@@ -221,12 +223,33 @@ def build_parser() -> argparse.ArgumentParser:
     # package's entry points, so this command line never imports Prefect or `flows`.
     for extension in entry_points(group="ablate.commands"):
         extension.load()(sub)
+    for name in CAPPED:  # every command that reads a plan takes this process's caps
+        if name in sub.choices:
+            add_limit_flags(sub.choices[name])
     return parser
+
+
+CAPPED = ("validate", "plan", "budget", "probe", "run", "serve", "verify", "report")
+"""The commands that read a plan: each takes `--max-runs` and `--max-steps`."""
+
+
+def _install_limits(args: argparse.Namespace) -> None:
+    """This process's caps: the flags given, else the environment's, else the defaults;
+    installed in the environment so that the processes it starts (slot workers, a served
+    campaign's flow runs) hold the same (`ablations.limits`)."""
+    if getattr(args, "max_runs", None) is None and getattr(args, "max_steps", None) is None:
+        Limits.from_env()  # a bad ABLATE_MAX_RUNS is refused before anything starts
+        return
+    limits = Limits.from_env()
+    Limits(
+        max_runs=args.max_runs or limits.max_runs, max_steps=args.max_steps or limits.max_steps
+    ).install()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _install_limits(args)
         return COMMANDS[args.command](args)
     except InputError as exc:  # the plan, the folder or a value given: the user fixes it
         _error(f"error: {exc}")

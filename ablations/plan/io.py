@@ -14,6 +14,7 @@ import yaml
 
 from ablations.errors import PlanError, Problem
 from ablations.plan.model import Plan, parse_plan
+from ablations.plan.variants import require_caps
 
 MAX_PLAN_BYTES = 1 << 20
 """A plan is a page of YAML; a megabyte is already absurd and keeps parsing instant."""
@@ -174,9 +175,15 @@ def _yaml_error(exc: yaml.YAMLError) -> str:
 
 
 def plan_from_text(text: str, source: str | None = None) -> Plan:
-    """The plan in a file's (or a pasted) text: `PlanError` naming what is wrong, and for a
-    text that is no plan at all only its size (`parse_plan`)."""
-    return parse_plan(parse_yaml(text, source), source, size=len(text.encode("utf-8", "replace")))
+    """The plan in a file's (or a pasted) text, within this process's caps: `PlanError`
+    naming what is wrong (for a text that is no plan at all only its size, `parse_plan`;
+    for a plan over a cap the count, found arithmetically: `require_caps`)."""
+    plan = parse_plan(parse_yaml(text, source), source, size=len(text.encode("utf-8", "replace")))
+    try:
+        require_caps(plan)
+    except PlanError as exc:
+        raise PlanError(exc.problems, source) from None
+    return plan
 
 
 def _expanded_size(

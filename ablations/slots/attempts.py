@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from ablations.checkpoint import fence
 from ablations.entries import require_allowed_entry
 from ablations.errors import InputError, StoreError
+from ablations.limits import MAX_STEPS_ENV, process_limits
 from ablations.plan.sections import CheckpointSection
 from ablations.progress import say
 from ablations.records import RunRecord, RunSpec
@@ -140,6 +141,12 @@ def run_on_host(
     committed; `SupersededAttempt` (and a line in this attempt's log) when the campaign had
     declared this attempt lost and accepted another meanwhile: nothing of it is committed."""
     host = HostSlots.from_env()
+    limits = process_limits()  # the host's own caps (ABLATE_MAX_STEPS), never the spec's
+    if spec.steps > limits.max_steps:
+        raise InputError(
+            f"run {spec.run_id}: {spec.steps} steps, above the {limits.max_steps} this host "
+            f"allows ({MAX_STEPS_ENV} in its worker's environment): refused before it runs"
+        )
     if host.allowed_entries is not None:  # the API reaches this host: refused before import
         named = [spec.workload]
         if spec.lightning is not None:
