@@ -278,6 +278,18 @@ class RunRecord(Record):
     checkpoint: CheckpointSummary = CheckpointSummary()
     artifacts: dict[str, str] = Field(default_factory=dict)
     """Kind -> path of files the run exported (relative to the output folder)."""
+    export_sha256: dict[str, str] = Field(default_factory=dict)
+    """Path -> sha256 of each exported file, as the pool host that exported it put it in its
+    signed result: the campaign refuses an export whose bytes differ, and `ablate verify`
+    checks the folder's files against it. Empty for a run on this machine's slots (left out
+    of the JSON then)."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_hashes(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("export_sha256"):
+            data.pop("export_sha256", None)
+        return data
 
     @classmethod
     def failed(cls, spec: RunSpec, error_type: str, message: str, **fields: object) -> RunRecord:

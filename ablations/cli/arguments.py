@@ -102,6 +102,21 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def store_url(text: str) -> str:
+    """An argparse type: a store or endpoint URL to allow (s3://, file:///, http(s)://),
+    without credentials, query or fragment."""
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme not in ("s3", "file", "http", "https") or not rest.strip("/"):
+        raise argparse.ArgumentTypeError(
+            f"not a store URL (s3://BUCKET/PREFIX, file:///PATH, https://HOST): {text[:80]!r}"
+        )
+    if "@" in rest.split("/")[0] or "?" in rest or "#" in rest or "," in text:
+        raise argparse.ArgumentTypeError(
+            "a store URL to allow holds no credentials, query, fragment or comma"
+        )
+    return text
+
+
 def module_name(text: str) -> str:
     """An argparse type: a dotted Python module name (`mypkg.train`), nothing else."""
     if not _MODULE.fullmatch(text) or len(text) > 200:

@@ -11,7 +11,8 @@ What holds when there is no problem:
 - every look of looks.json and the manifest is the look the campaign's own code judges again
   from the records (verdicts, intervals, alpha, looks: `ablations.verify.looks`);
 - every file the manifest names is present, non-empty, of the recorded size and sha256, and
-  parses or loads (CSV with pandas, weights with `torch.load(weights_only=True)`, ...);
+  parses or loads (CSV with pandas, weights with `torch.load(weights_only=True)`, ...); a
+  pool run's exports are the files its host's signed result hashed (`export_sha256`);
 - runs.csv and the ledger agree with the manifest; each checkpoint URI names the run's own
   step folder and, in a `file://` or `s3://` store, verifies and loads weights-only;
 - every accepted run's final model re-evaluates to its recorded metric within the tolerance;
@@ -61,7 +62,10 @@ REQUIRED = (
     *("budget", "runs", "files"),
 )
 REQUIRED_FILES = (PLAN, RUNS_CSV, REPORT, RELOAD)
-RECORD_FIELDS = ("status", "stop", "error", "steps_done", "metrics", "device", "started_at")
+RECORD_FIELDS = (
+    *("status", "stop", "error", "steps_done", "metrics", "device", "started_at"),
+    "export_sha256",
+)
 
 
 @dataclass
@@ -346,9 +350,21 @@ def _check_artifacts(
             )
             continue
         model = None
+        record = row.record()
+        signed = record.export_sha256 if record is not None else {}
         for entry in row.artifact_entries:
             named.add(entry.path)
             trouble = check_entry(out_dir, entry, f"run {run_id}")
+            if entry.kind != "record" and signed and signed.get(entry.path) != entry.sha256:
+                # a pool host's file: the folder's copy must be the one its signed result hashed
+                given = str(signed.get(entry.path))[:12]
+                trouble.append(
+                    FolderProblem(
+                        entry.path,
+                        f"sha256 {str(entry.sha256)[:12]}... is not the {given}... the run's "
+                        "signed result gives it",
+                    )
+                )
             problems.extend(trouble)
             found.files += 1
             if entry.kind == "model" and not trouble:
