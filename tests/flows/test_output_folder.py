@@ -317,15 +317,22 @@ def _change_a_look_everywhere(folder: Path) -> str:
     manifest = _manifest(folder)
     for recorded in (looks["looks"], manifest["looks"]):
         recorded[0]["alpha"] *= 10
-        judgement = next(j for j in recorded[0]["judgements"] if j["mean_diff"] is not None)
-        judgement["ci_low"] = judgement["mean_diff"] - 1e-4
-        judgement["ci_high"] = judgement["mean_diff"] + 1e-4
+        judgement = recorded[0]["judgements"][0]
+        middle = judgement["mean_diff"] or 0.0  # a variant decided by its runs has none
+        judgement["ci_low"], judgement["ci_high"] = middle - 1e-4, middle + 1e-4
     (folder / "looks.json").write_text(json.dumps(looks))
     data = (folder / "looks.json").read_bytes()
     entry = next(f for f in manifest["files"] if f["path"] == "looks.json")
     entry.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
     _save(folder, manifest)
     return f"looks.json: look 1, {judgement['variant']}: ci_low is"
+
+
+def _edit_the_threshold_in_plan_yaml(folder: Path) -> str:
+    """The registered plan edited (was an internal KeyError: its runs have other ids)."""
+    path = folder / "plan.yaml"
+    path.write_text(re.sub(r"threshold: [0-9.]+", "threshold: 0.1", path.read_text()))
+    return "plan.yaml: hashes to"
 
 
 TAMPERS: list[Callable[[Path], str]] = [
@@ -341,6 +348,7 @@ TAMPERS: list[Callable[[Path], str]] = [
     _damage_a_report_figure,
     _flip_a_verdict_in_the_manifest,
     _change_a_look_everywhere,
+    _edit_the_threshold_in_plan_yaml,
 ]
 
 
