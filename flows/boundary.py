@@ -63,10 +63,14 @@ class Boundary:
         os.environ[ENTRIES_ENV] = ",".join(self.entries)
         os.environ[STORES_ENV] = ",".join(self.stores)
 
+    def contains(self, value: str) -> bool:
+        """Whether `value` resolves (symbolic links followed) under one of the roots."""
+        target = Path(value).resolve()
+        return any(target == root or root in target.parents for root in self.roots)
+
     def require_inside(self, parameter: str, value: str) -> None:
         """`InputError` unless `value` resolves under one of the roots."""
-        target = Path(value).resolve()
-        if not any(target == root or root in target.parents for root in self.roots):
+        if not self.contains(value):
             roots = ", ".join(str(r) for r in self.roots) or "none"
             raise InputError(
                 f"{parameter} {short_repr(value)} is outside the folders this server allows "
