@@ -168,12 +168,10 @@ def test_a_served_plans_store_must_lie_inside_what_the_operator_allows(
     for folder in (root, outside, allowed):
         folder.mkdir()
     (root / "link").symlink_to(outside)
-    monkeypatch.delenv(ROOTS_ENV, raising=False)
-    monkeypatch.delenv(STORES_ENV, raising=False)
+    for name in (ROOTS_ENV, ENTRIES_ENV, STORES_ENV):
+        monkeypatch.setenv(name, "")  # undone after the test: install() writes them
     stores = [f"file://{allowed}", "s3://shared/ablate", "https://minio.local:9000"]
     Boundary.of([root], [], stores).install()
-    monkeypatch.setenv(ROOTS_ENV, os.environ[ROOTS_ENV])  # undone after the test
-    monkeypatch.setenv(STORES_ENV, os.environ[STORES_ENV])
     tiny_plan["checkpoint"] = {
         k: v.format(root=root, outside=outside, allowed=allowed) for k, v in checkpoint.items()
     }
