@@ -88,3 +88,8 @@ class CampaignInterrupted(InfrastructureError):
 
 class WorkloadError(InputError):
     """The user's workload could not be imported or does not follow the protocol."""
+
+
+class DataError(InputError):
+    """A workload's data is not the data it must be: the built-in corpus differs from the one
+    this version declares, a selection of it is unusable, or a plan registers another digest."""

@@ -198,6 +198,9 @@ class RunSpec(Record):
     """The plan's `workload.lightning` (None: not a Lightning workload)."""
     hf_trainer: str | None = None
     """The plan's `workload.hf_trainer` (None: not a Hugging Face Trainer workload)."""
+    data_sha256: str | None = None
+    """The plan's `workload.data_sha256`: the run fails before its first step when its
+    workload reports other data (None: not registered)."""
     metric: str
     direction: Literal["maximize", "minimize"] = "maximize"
     threshold: float

@@ -24,9 +24,10 @@ Optional: `splits()` returning `Splits` lets the built-in data check inspect the
 `check_data()` returning a list of `DataProblem` replaces the built-in check (see
 `ablations.preflight.data_check`; the plan's registered counts are checked either way).
 `data_sha256()` returning a digest of the data read puts it in the run environment (and the
-manifest). A classmethod `probe_groups(params)` returning input group -> param overrides (e.g.
-`{"seq64": {"seq_len": 64}}`) gives `ablate probe` its input groups; without it the probe
-runs one group, `all`, with the run's own params.
+manifest); a plan registering one (`workload.data_sha256`) has every other digest refused. A
+classmethod `probe_groups(params)` returning input group -> param overrides (e.g. `{"seq64":
+{"seq_len": 64}}`) gives `ablate probe` its input groups; without it the probe runs one group,
+`all`, with the run's own params.
 """
 
 from __future__ import annotations
@@ -107,6 +108,33 @@ class DataProblem:
     def __str__(self) -> str:
         shown = f" ids {self.ids[:10]}{'...' if len(self.ids) > 10 else ''}" if self.ids else ""
         return f"{self.check}: {self.message}{shown}"
+
+
+def data_digest(workload: object) -> str | None:
+    """The digest of the data `workload` read (its optional `data_sha256()`), or None."""
+    digest = getattr(workload, "data_sha256", None)
+    return str(digest()) if callable(digest) else None
+
+
+def data_digest_problem(workload: object, registered: str | None) -> DataProblem | None:
+    """The one-line refusal when the plan registers a data digest the workload does not have:
+    same plan, same bytes, on every machine. None when nothing is registered or it matches."""
+    if registered is None:
+        return None
+    found = data_digest(workload)
+    if found == registered:
+        return None
+    if found is None:
+        return DataProblem(
+            "data_sha256",
+            f"the plan registers data sha256 {registered}, but the workload reports no "
+            "digest of its data (it has no data_sha256())",
+        )
+    return DataProblem(
+        "data_sha256",
+        f"the workload read data with sha256 {found}, not the {registered} the plan "
+        "registers (workload.data_sha256): other bytes than the plan's",
+    )
 
 
 @runtime_checkable

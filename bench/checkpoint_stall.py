@@ -1,13 +1,15 @@
 """Training-loop stall per checkpoint: background save vs synchronous torch.save + upload.
 
-    .venv/bin/python bench/checkpoint_stall.py [--mb 50] [--saves 5]
+    .venv/bin/python bench/checkpoint_stall.py [--mb 50] [--saves 5] [--store auto|s3|file]
 
-Starts moto's S3 server on 127.0.0.1, trains a small MLP with Adam whose full state is about
-`--mb` MB, and times (a) `CheckpointManager.save` as the loop sees it, then waits for the
-commit; (b) `torch.save` of the same state into bytes plus its upload to the same server.
-Goal: stall <= 0.2x synchronous. Prints one summary line, plus C and the `auto` interval for
-M = 4 h. `--workload charlm --params JSON --device cuda:0` saves the transformer workload's
-state (model, AdamW moments, data position) from the device instead of the MLP.
+Starts moto's S3 server on 127.0.0.1 (`--store s3`; `auto`, the default, when moto imports,
+else a local file store in a temporary folder: a machine without moto still measures the
+stall), trains a small MLP with Adam whose full state is about `--mb` MB, and times (a)
+`CheckpointManager.save` as the loop sees it, then waits for the commit; (b) `torch.save` of
+the same state into bytes plus its upload to the same store. Goal: stall <= 0.2x synchronous.
+Prints one summary line (naming the store), plus C and the `auto` interval for M = 4 h.
+`--workload charlm --params JSON --device cuda:0` saves the transformer workload's state
+(model, AdamW moments, data position) from the device instead of the MLP.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import io
 import json
 import os
 import statistics
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.util import find_spec
 from typing import Any
 
 import torch
-from moto.server import ThreadedMotoServer
 from torch import nn
 
 from ablations.checkpoint import CheckpointManager, open_store
@@ -58,14 +63,11 @@ class Bench:
         pass
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=float, default=50.0)
-    parser.add_argument("--saves", type=int, default=5)
-    parser.add_argument("--workload", choices=["mlp", "charlm"], default="mlp")
-    parser.add_argument("--params", default="{}", help="charlm params as JSON")
-    parser.add_argument("--device", default="cpu")
-    args = parser.parse_args()
+@contextmanager
+def s3_store() -> Iterator[CheckpointSection]:
+    """A bucket on moto's S3 server on loopback, for as long as the block runs."""
+    from moto.server import ThreadedMotoServer
+
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         os.environ.setdefault(name, "bench")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
@@ -77,21 +79,42 @@ def main() -> None:
         import boto3
 
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
-        section = CheckpointSection(store=f"s3://{BUCKET}/bench", endpoint_url=endpoint)
-        workload: Any = Bench(args.mb)
-        if args.workload == "charlm":
-            from ablations.workloads.charlm import CharLMWorkload
-
-            device = torch.device(args.device)
-            workload = CharLMWorkload.build(
-                json.loads(args.params), seed=0, device=device, steps=10**6
-            )
-        run(section, workload, args.saves)
+        yield CheckpointSection(store=f"s3://{BUCKET}/bench", endpoint_url=endpoint)
     finally:
         server.stop()
 
 
-def run(section: CheckpointSection, workload: Any, saves: int) -> None:
+@contextmanager
+def file_store() -> Iterator[CheckpointSection]:
+    """A file store in a temporary folder (this machine's disk), removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="ablate-stall-") as folder:
+        yield CheckpointSection(store=f"file://{folder}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=50.0)
+    parser.add_argument("--saves", type=int, default=5)
+    parser.add_argument("--workload", choices=["mlp", "charlm"], default="mlp")
+    parser.add_argument("--params", default="{}", help="charlm params as JSON")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--store", choices=["auto", "s3", "file"], default="auto")
+    args = parser.parse_args()
+    kind = args.store
+    if kind == "auto":
+        kind = "s3" if find_spec("moto") is not None else "file"
+    workload: Any = Bench(args.mb)
+    if args.workload == "charlm":
+        from ablations.workloads.charlm import CharLMWorkload
+
+        device = torch.device(args.device)
+        workload = CharLMWorkload.build(json.loads(args.params), seed=0, device=device, steps=10**6)
+    with s3_store() if kind == "s3" else file_store() as section:
+        where = "moto S3 on loopback" if kind == "s3" else "local file store"
+        run(section, workload, args.saves, where)
+
+
+def run(section: CheckpointSection, workload: Any, saves: int, where: str) -> None:
     spec = RunSpec(
         run_id="bench", campaign_id="bench", plan_hash="bench", variant="control",
         category="essential", phase="main", seed=0, params={}, steps=10**6, eval_every=10**6,
@@ -135,7 +158,7 @@ def run(section: CheckpointSection, workload: Any, saves: int) -> None:
         f"{synchronous * 1e3:.1f} ms = {ratio:.3f}x (goal <= 0.2x: "
         f"{'met' if ratio <= 0.2 else 'NOT met'}) | C {cost:.3f} s | auto tau for M=4h "
         f"{tau:.1f} s = {max(1, round(tau / step))} steps of {step * 1e3:.1f} ms | "
-        f"median of {saves}"
+        f"median of {saves} | store: {where}"
     )
 
 

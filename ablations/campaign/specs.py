@@ -25,6 +25,7 @@ def spec_for(plan: Plan, registration: Registration, run: PlannedRun) -> RunSpec
         command=plan.workload.command,
         lightning=plan.workload.lightning,
         hf_trainer=plan.workload.hf_trainer,
+        data_sha256=plan.workload.data_sha256,
         metric=plan.metric.name,
         direction=plan.metric.direction,
         threshold=plan.metric.threshold,

@@ -11,7 +11,15 @@ import os
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 ParamValue = int | float | bool | str
 """A workload parameter: YAML scalars only, so a plan stays a plain, hashable document."""
@@ -41,6 +49,7 @@ PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 _CAMPAIGN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _ENTRY_POINT = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", re.ASCII)
 COMMAND_ENTRY = "ablations.byo.command:CommandWorkload"
 """The workload entry a plan's `workload.command` stands for (any program, see ablations.byo)."""
@@ -166,8 +175,29 @@ class WorkloadSection(Section):
     expected_inputs: dict[str, PositiveInt] | None = None
     """Registered input counts per split (e.g. `{train: 1437, heldout: 360}`); checked by the
     data check when given."""
+    data_sha256: str | None = None
+    """The sha256 of the data every run must read, as the workload reports it (its
+    `data_sha256()`; charlm's: the selection of the built-in corpus its `corpus_bytes` makes).
+    The data check refuses other data, and so does each run, so a registered plan means the
+    same bytes on every machine. The refusal prints the digest found. Left out of the plan
+    hash when unset. Not for `command`, `lightning` or `hf_trainer`: their data is their own."""
 
     _finite = field_validator("params")(_finite_params)
+
+    @field_validator("data_sha256")
+    @classmethod
+    def _digest_shape(cls, value: str | None) -> str | None:
+        if value is not None and not _SHA256.fullmatch(value):
+            raise ValueError("must be a sha256: 64 lowercase hexadecimal digits")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _unset_digest_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Plans registered before `data_sha256` existed keep their hash (and run ids)."""
+        data: dict[str, Any] = handler(self)
+        if data.get("data_sha256") is None:
+            data.pop("data_sha256", None)
+        return data
 
     @property
     def named_imports(self) -> list[tuple[str, str]]:
@@ -204,6 +234,11 @@ class WorkloadSection(Section):
             entry = data.get("entry", adapter)
             if entry != adapter:
                 raise ValueError(f"give `entry` or `{given[0]}`, not both (entry {entry!r})")
+            if data.get("data_sha256") is not None:
+                raise ValueError(
+                    f"data_sha256 is checked against a workload's data_sha256(); a "
+                    f"`{given[0]}` run reads its own data: leave it out"
+                )
             data = {**data, "entry": adapter}
         return data
 
@@ -355,8 +390,9 @@ class NonFiniteLossRule(Section):
     enabled: bool = True
     """Whether the rule is active."""
     check_every: PositiveInt = 10
-    """Steps between checks. Losses are accumulated on the device and read back only at a
-    check, so a GPU is never forced to synchronize on every step."""
+    """Steps between checks. Losses stay on the device and are copied to the host a window of
+    this many steps at a time without the loop waiting for it (a GPU never synchronizes in
+    the hot path); a NaN is seen once its window has arrived, a few steps later on a card."""
 
 
 class QualityRule(Section):

@@ -2,7 +2,8 @@
 
 It looks for the faults that make every later number meaningless: the same input on both sides
 of the split (by id, or as an exact copy under another id: leakage), an empty side or input, a
-class missing from one side, and counts that differ from what the plan registered. Every
+class missing from one side, and counts or a data digest that differ from what the plan
+registered. Every
 problem is gathered, named and given its offending ids, so one pass fixes them all.
 """
 
@@ -13,14 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from ablations.workload import DataProblem, Split, Splits
+from ablations.workload import DataProblem, Split, Splits, data_digest_problem
 
 
-def check_data(workload: Any, expected: Mapping[str, int] | None) -> list[DataProblem]:
+def check_data(
+    workload: Any, expected: Mapping[str, int] | None, data_sha256: str | None = None
+) -> list[DataProblem]:
     """Every data problem of `workload`; its own `check_data()` replaces the built-in checks.
 
     The registered counts (`plan.workload.expected_inputs`) are checked either way: against
-    `splits()` when the workload has it, else against its input report."""
+    `splits()` when the workload has it, else against its input report; so is the registered
+    digest (`plan.workload.data_sha256`) against the workload's `data_sha256()`."""
     custom = getattr(workload, "check_data", None)
     splits_of = getattr(workload, "splits", None)
     splits = splits_of() if callable(splits_of) else None
@@ -43,6 +47,9 @@ def check_data(workload: Any, expected: Mapping[str, int] | None) -> list[DataPr
         else:
             counts = {name: g.seen for name, g in workload.input_report().groups.items()}
         problems += check_counts(counts, expected)
+    digest = data_digest_problem(workload, data_sha256)
+    if digest is not None:
+        problems.append(digest)
     return problems
 
 

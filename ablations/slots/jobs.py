@@ -83,7 +83,7 @@ def preflight_start(
         workload = factory.build(
             spec.params, seed=spec.seed, device=torch.device(spec.device), steps=spec.steps
         )
-        problems = [str(p) for p in check_data(workload, expected_inputs)]
+        problems = [str(p) for p in check_data(workload, expected_inputs, spec.data_sha256)]
         del workload
         if spec.stop_rules.restart.enabled and spec.checkpoint is not None:
             from ablations.preflight.restart_check import reference_half, restart_check

@@ -2,16 +2,19 @@
 
     record = execute(spec)          # execute(spec, hook) checkpoints and resumes
 
-In order: seed every RNG, build the workload on the device, check the input report
-(truncation), run the restart check if one is given, resume from a checkpoint, then train step
-by step, evaluating every `eval_every` steps and at the last step. A pilot (`spec.until`) is
-the prefix of its main run: built with the run's `steps`, it trains to `until`, commits a
-checkpoint there (before any evaluation the uninterrupted run would not make, so the main run
-resumes bitwise from it) and evaluates there: that evaluation is what the gate reads.
+In order: seed every RNG, build the workload on the device (refused when its data digest is not
+the plan's registered `data_sha256`), check the input report (truncation), run the restart
+check if one is given, resume from a checkpoint, then train step by step, evaluating every
+`eval_every` steps and at the last step. A pilot (`spec.until`) is the prefix of its main run:
+built with the run's `steps`, it trains to `until`, commits a checkpoint there (before any
+evaluation the uninterrupted run would not make, so the main run resumes bitwise from it) and
+evaluates there: that evaluation is what the gate reads.
 
-The loop never reads a loss back per step: losses stay on the device and come to the host
-together, one sync per window (see `RunLoop.flush`). Whatever the run does, the caller gets
-a `RunRecord`; a run that raises is `failed`, never an exception out of `execute`.
+The loop never waits for the device in its hot path: losses stay there and are copied to the
+host a window at a time without blocking (`losses.py`); the loop waits only where it must have
+them all (an evaluation, a checkpoint, the end of a segment: `RunLoop.flush`). Whatever the run
+does, the caller gets a `RunRecord`; a run that raises is `failed`, never an exception out of
+`execute`.
 
 `open_run` and `RunLoop.advance(until)` are the pieces `execute` is made of; a restart check
 drives two loops with them (advance, save, advance; resume, advance) and compares the losses.
@@ -28,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ablations.errors import InfrastructureError, WorkloadError
+from ablations.errors import DataError, InfrastructureError, WorkloadError
 from ablations.hooks import CheckpointHook, RunHistory
 from ablations.preemption import TERMINATE
 from ablations.records import (
@@ -43,6 +46,7 @@ from ablations.records import (
     Timings,
     rejection_of,
 )
+from ablations.training.losses import LossReadback
 from ablations.training.memory import PhaseMemory
 from ablations.training.run_files import write_run_files
 from ablations.training.stop_rules import (
@@ -52,7 +56,7 @@ from ablations.training.stop_rules import (
     quality_stop,
     truncation_stop,
 )
-from ablations.workload import Evaluation, Workload, load_workload
+from ablations.workload import Evaluation, Workload, data_digest, data_digest_problem, load_workload
 
 RestartCheck = Callable[[RunSpec], Stop | None]
 """Returns a `restart` stop when the run's checkpoints cannot be reloaded exactly."""
@@ -96,13 +100,13 @@ class RunLoop:
         self.end = spec.until if spec.until is not None else spec.steps
         self.last_evaluation: Evaluation | None = None
         self.evaluated_at: int | None = None
-        self._pending: list[torch.Tensor] = []
         rule = spec.stop_rules.non_finite_loss
-        # Losses wait on the device and are read back together every `check_every` steps (at
-        # the evaluation cadence when the rule is off): `.item()` per step would make the host
-        # wait for the GPU every step and empty its launch queue; one read per window costs a
-        # single sync. The price is that a NaN is seen up to `check_every - 1` steps late; the
-        # stop still names the exact step where it appeared.
+        # Losses stay on the device and are sent to the host a window at a time, every
+        # `check_every` steps (at the evaluation cadence when the rule is off), without waiting
+        # for the device (`losses.py`): `.item()` per step, or even a blocking read per window,
+        # empties a GPU's launch queue. A NaN is seen once its window has arrived, up to
+        # `check_every - 1` steps late plus the device's lag; the stop names the exact step.
+        self.losses = LossReadback()
         self.flush_every = rule.check_every if rule.enabled else spec.eval_every
         self._segment_start: float | None = None
         self._window_start = 0.0
@@ -145,25 +149,31 @@ class RunLoop:
 
     def advance(self, until: int) -> Stop | None:
         """Train until `until` steps are done (capped at `end`); the stop if a rule fired."""
-        spec, hook, workload = self.spec, self.hook, self.workload
+        spec, hook, workload, losses = self.spec, self.hook, self.workload, self.losses
         until = min(until, self.end)
         # Read once per step: a plain attribute a signal handler sets (no syscall, no sync).
         terminate = TERMINATE if self.interruptible else None
+        eval_every, last, flush_every = spec.eval_every, spec.steps, self.flush_every
         self._begin_segment()
         try:
             while self.step < until:
                 step = self.step + 1
-                # detach: a loss holding its graph would keep activations alive until the flush
-                self._pending.append(workload.train_step(step).detach())
+                losses.add(step, workload.train_step(step))
                 self.step = step
-                evaluate = step % spec.eval_every == 0 or step == spec.steps
+                evaluate = step % eval_every == 0 or step == last
                 save = hook is not None and (
                     hook.due(step, self.train_seconds()) or step == spec.until
                 )
-                if evaluate or save or step % self.flush_every == 0 or step == until:
-                    stop = self.flush()
-                    if stop is not None:
-                        return stop
+                stop = None
+                if evaluate or save or step == until:
+                    stop = self.flush()  # every loss on the host: the one wait
+                elif step % flush_every == 0:
+                    losses.send()
+                    stop = self._receive(wait=False)
+                elif losses.in_flight:
+                    stop = self._receive(wait=False)
+                if stop is not None:
+                    return stop
                 if evaluate:
                     stop = self._evaluate(step)
                     if stop is not None:
@@ -189,18 +199,28 @@ class RunLoop:
         raise Interrupted(step, saved=save)
 
     def flush(self) -> Stop | None:
-        """Read the pending losses back (one device sync), record them and check them."""
-        if not self._pending:
+        """Wait for every loss (one device sync), record them and check them."""
+        return self._receive(wait=True)
+
+    def _receive(self, wait: bool) -> Stop | None:
+        """Record the windows that have arrived (all of them, waiting, with `wait`) and check
+        them; a non-finite loss stops the run, with every loss trained so far recorded."""
+        windows = self.losses.drain() if wait else self.losses.arrived()
+        if not windows:
             return None
-        values = torch.stack([loss.reshape(()) for loss in self._pending]).float().cpu().tolist()
-        self._pending.clear()
-        self.history.losses.extend(values)
+        rule = self.spec.stop_rules.non_finite_loss
+        stop: Stop | None = None
+        for first, values in windows:
+            self.history.losses.extend(values)
+            stop = stop or non_finite_stop(rule, values, first, self.step)
         now = time.perf_counter()
-        # Per-step time over the window, measured at the sync so a GPU's queued work counts.
-        self.history.step_seconds.append((now - self._window_start) / len(values))
+        # Per-step time over what arrived, measured on arrival so a GPU's queued work counts.
+        received = sum(len(values) for _, values in windows)
+        self.history.step_seconds.append((now - self._window_start) / received)
         self._window_start = now
-        first = self.step - len(values) + 1
-        return non_finite_stop(self.spec.stop_rules.non_finite_loss, values, first, self.step)
+        if stop is not None and not wait:
+            self._receive(wait=True)  # the steps trained since: recorded, never checked again
+        return stop
 
     def train_seconds(self) -> float:
         """Wall seconds spent training so far (evaluation and checkpoints excluded)."""
@@ -277,12 +297,14 @@ def open_run(
     timings = timings if timings is not None else Timings()
     memory = memory if memory is not None else PhaseMemory(device)
     started = time.perf_counter()
-    if device.type == "cuda" and device.index is not None:
-        torch.cuda.set_device(device)  # so a workload's bare "cuda" tensors land here too
+    # `PhaseMemory(device)` initialised CUDA there and made it the current card (`init_cuda`).
     memory.start()
     factory = load_workload(spec.workload)
     seed_everything(spec.seed)
     workload = factory.build(spec.params, seed=spec.seed, device=device, steps=spec.steps)
+    refused = data_digest_problem(workload, spec.data_sha256)
+    if refused is not None:  # the data check passed elsewhere: this machine has other bytes
+        raise DataError(str(refused))
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # once: the copies to the device count as loading
     memory.stop("build")
@@ -417,13 +439,12 @@ def _record_pending(loop: RunLoop | None) -> None:
     try:
         loop.flush()
     except Exception:  # after a CUDA fault nothing can be read back; the error says why
-        loop._pending.clear()
+        loop.losses.discard()
 
 
 def _environment(device: torch.device, workload: Workload | None = None) -> RunEnvironment:
     cuda = device.type == "cuda" and torch.cuda.is_available()
-    digest = getattr(workload, "data_sha256", None)  # optional: see ablations.workload
-    data = str(digest()) if callable(digest) else None
+    data = data_digest(workload)  # optional: see ablations.workload
     return RunEnvironment(
         torch=torch.__version__,
         cuda=torch.version.cuda,

@@ -2,7 +2,10 @@
 
 On a GPU the caching allocator's peaks: `max_memory_allocated` (what tensors used) and
 `max_memory_reserved` (what the allocator held, which is what makes a card run out). Both are
-host-side counters, so reading them never synchronizes the device. On CPU the process's peak
+host-side counters, so reading them never synchronizes the device. CUDA is initialised on the
+device when the counters are created (`init_cuda`): before that, torch 2.11's
+`reset_peak_memory_stats` raises "Invalid device argument" and `max_memory_*` read 0, which
+is how `ablate probe` lost its first variant on a fresh card. On CPU the process's peak
 resident set size (Linux `VmHWM`), reset at the start of each phase so one phase's peak is not
 an earlier run's: a slot's worker process runs many runs.
 """
@@ -52,6 +55,15 @@ def _write(path: str, data: bytes) -> None:
         os.close(fd)
 
 
+def init_cuda(device: torch.device) -> None:
+    """Initialise CUDA in this process and make `device` the current card, before anything
+    reads or resets its allocator's statistics (those calls do not initialise CUDA themselves;
+    every other `torch.cuda` call the project makes does). Idempotent and cheap once done."""
+    torch.cuda.init()
+    if device.index is not None:
+        torch.cuda.set_device(device)  # a workload's bare "cuda" tensors land there too
+
+
 class PhaseMemory:
     """Folds the peak of every segment of a phase into one `MemoryPeak` per phase name.
 
@@ -62,6 +74,8 @@ class PhaseMemory:
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self.cuda = device.type == "cuda"
+        if self.cuda:
+            init_cuda(device)
         self._can_reset_rss = True
         self.peaks: dict[str, MemoryPeak] = {}
 

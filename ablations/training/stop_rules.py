@@ -77,8 +77,9 @@ def non_finite_stop(
                 step=step,
                 value=loss,
                 message=(
-                    f"training loss is {loss} at step {step} (seen at the check after step "
-                    f"{checked_at}; losses are checked every {rule.check_every} steps)"
+                    f"training loss is {loss} at step {step} (seen after step {checked_at}: "
+                    f"losses reach the host every {rule.check_every} steps, without waiting "
+                    "for the device)"
                 ),
             )
     return None

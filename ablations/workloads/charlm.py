@@ -1,10 +1,10 @@
 """The second built-in workload: a small decoder-only transformer language model on bytes.
 
-The corpus ships with every Python: the standard library's own `.py` sources, read from
-`sysconfig.get_paths()["stdlib"]` (installed packages under `site-packages` excluded), taken
-in sorted path order until `corpus_bytes` (2 MB by default, so a CPU run stays fast) would
-be exceeded. Its sha256 is part of the run environment (`RunEnvironment.corpus_sha256`), so a
-run on a different Python is visible in the manifest.
+The text is the built-in corpus (`ablations.workloads.corpus`): Python source shipped with
+the package, the same bytes on every machine, whole files in a fixed order until
+`corpus_bytes` (2 MB by default, so a CPU run stays fast) would be exceeded. The selection's
+sha256 is part of the run environment (`RunEnvironment.data_sha256`) and may be registered in
+the plan (`workload.data_sha256`): the data check then refuses other bytes.
 
 - vocabulary: the 256 byte values; metrics `val_loss` (nats per byte, minimize) and
   `bits_per_byte` (the same in bits);
@@ -23,13 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
-import sysconfig
 from collections.abc import Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -39,12 +34,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ablations.plan.sections import ParamValue
 from ablations.workload import DataProblem, Evaluation, InputGroup, InputReport
+from ablations.workloads.corpus import CORPUS_BYTES, load_corpus
 from ablations.workloads.epoch_order import EpochOrder
 
-CORPUS_BYTES = 2_000_000
-"""Default cap on the corpus: whole files in sorted order while the total stays under it."""
-HELDOUT_EVERY = 10
-"""A file is held out when the first byte of its path's sha256 is divisible by this (~10%)."""
 SEPARATOR = 0
 """The byte joining files in a split's stream (source files never contain NUL)."""
 
@@ -63,57 +55,6 @@ DEFAULTS: dict[str, ParamValue] = {
     "max_file_bytes": 0,  # > 0 truncates longer files to this many bytes
     "eval_bytes": 16384,  # held-out bytes evaluated (from the start of the held-out stream)
 }
-
-
-@dataclass(frozen=True)
-class Corpus:
-    """The selected files, split by file, and the digest of what was read."""
-
-    train: list[tuple[str, bytes]]
-    heldout: list[tuple[str, bytes]]
-    sha256: str
-
-
-def stdlib_root() -> Path:
-    return Path(sysconfig.get_paths()["stdlib"])
-
-
-def is_heldout(data: bytes) -> bool:
-    """Whether a file is on the held-out side: fixed by its content's digest, the same for
-    every run, and identical copies (two equal `__init__.py`) always land on the same side."""
-    return hashlib.sha256(data).digest()[0] % HELDOUT_EVERY == 0
-
-
-@cache
-def load_corpus(cap: int = CORPUS_BYTES, root: str | None = None) -> Corpus:
-    """The stdlib's `.py` files in sorted order up to `cap` bytes, split by file."""
-    base = Path(root) if root is not None else stdlib_root()
-    names: list[str] = []
-    for folder, subfolders, files in os.walk(base):
-        subfolders[:] = [d for d in subfolders if d != "site-packages"]  # installed, not shipped
-        rel = Path(folder).relative_to(base)
-        names += [(rel / f).as_posix() for f in files if f.endswith(".py")]
-    paths = [base / name for name in sorted(names)]
-    digest = hashlib.sha256()
-    train: list[tuple[str, bytes]] = []
-    heldout: list[tuple[str, bytes]] = []
-    total = 0
-    for path in paths:
-        data = path.read_bytes()
-        if not data:
-            continue  # empty files (many `__init__.py`) hold nothing to learn
-        if total + len(data) > cap:
-            break
-        name = path.relative_to(base).as_posix()
-        total += len(data)
-        digest.update(name.encode() + b"\0" + data + b"\0")
-        (heldout if is_heldout(data) else train).append((name, data))
-    if not train or not heldout:
-        raise ValueError(
-            f"corpus_bytes={cap} selects {len(train)} training and {len(heldout)} held-out "
-            f"files under {base}: raise corpus_bytes"
-        )
-    return Corpus(train=train, heldout=heldout, sha256=digest.hexdigest())
 
 
 class Block(nn.Module):
@@ -187,7 +128,7 @@ def bf16_supported(device: torch.device) -> bool:
 
 
 class CharLMWorkload:
-    """Decoder-only transformer on stdlib bytes. Params: see `DEFAULTS`."""
+    """Decoder-only transformer on the built-in corpus's bytes. Params: see `DEFAULTS`."""
 
     def __init__(
         self, params: Mapping[str, ParamValue], seed: int, device: torch.device, steps: int

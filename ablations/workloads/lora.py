@@ -2,11 +2,12 @@
 
 A small Llama-shaped causal language model built from a config (no download: on a real card
 load your own model and tokenizer instead), LoRA adapters (peft) on its attention projections,
-fine-tuned on bytes of the standard library's `.py` sources (`charlm.load_corpus`: the 256
-byte values are the vocabulary, so no tokenizer is needed). The byte embeddings and the
-output head train fully (`modules_to_save`), as a new vocabulary's must; everything else is
-frozen. Parameters: `lora_rank`, `precision` (`fp32` or `bf16`), `lr`, `max_seq_len`,
-`batch_size`, `corpus_bytes`. The metric is the Trainer's `eval_loss` (nats per byte).
+fine-tuned on the bytes of the built-in corpus (`ablations.workloads.corpus`: Python source
+shipped with the package, the same on every machine; the 256 byte values are the vocabulary, so
+no tokenizer is needed). The byte embeddings and the output head train fully
+(`modules_to_save`), as a new vocabulary's must; everything else is frozen. Parameters:
+`lora_rank`, `precision` (`fp32` or `bf16`), `lr`, `max_seq_len`, `batch_size`, `corpus_bytes`.
+The metric is the Trainer's `eval_loss` (nats per byte).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch
 from peft import LoraConfig, get_peft_model
 from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
 
-from ablations.workloads.charlm import load_corpus
+from ablations.workloads.corpus import load_corpus
 
 EVAL_WINDOWS = 32
 """Held-out windows evaluated: a fixed slice, the same for every run and level."""

@@ -1,9 +1,12 @@
-"""What bench/gpu_check.sh checks, on a card (`pytest -m gpu`; skipped without CUDA).
+"""What bench/gpu_check.sh checks on a card (`pytest -m gpu`), and the same logic on CPU in CI.
 
-Device placement and bf16 autocast of the charlm workload, CUDA RNG state through a
-checkpoint (bitwise resume with deterministic algorithms), the allocator's peaks per phase in
-a probe, a slot worker pinned to its card (forked from the fork server, and spawned),
-and `slots_per_device: auto` on the real card.
+Device placement and bf16 autocast of the charlm workload, the RNG state through a checkpoint
+(bitwise resume with deterministic algorithms), the allocator's peaks per phase in a probe, a
+slot worker pinned to its card (forked from the fork server, and spawned), and
+`slots_per_device: auto` on the real card. Each test but the last runs on `cpu` too (not
+marked `gpu`, so `make test` runs it): the card found six of these failing for a reason that
+had nothing to do with CUDA (the corpus then read the host's standard library), and CI now
+sees such a failure first. `pytest -m gpu` selects the `cuda` cases only.
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ from ablations.slots.devices import SlotSpec, card_memory, plan_slots
 from ablations.slots.jobs import RunJob
 from ablations.slots.worker import START_METHOD_ENV, SlotWorker
 from ablations.training.driver import execute, seed_everything
-from ablations.workloads.charlm import CharLMWorkload
+from ablations.workloads.charlm import CharLMWorkload, bf16_supported
 
-pytestmark = [
+ON_A_CARD = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
 ]
-CUDA = torch.device("cuda:0")
+DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda:0", id="cuda", marks=ON_A_CARD)]
+"""Each test's devices: the CPU case runs everywhere, the card's under `-m gpu`."""
 SMALL: dict[str, Any] = {"n_layer": 2, "n_embd": 64, "n_head": 4, "block_size": 64,
                          "batch_size": 16, "corpus_bytes": 300_000, "dropout": 0.1}  # fmt: skip
 
@@ -44,20 +48,26 @@ def spec(**fields: Any) -> RunSpec:
     return RunSpec(**{**base, **fields})
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
-def test_charlm_runs_on_the_card(precision: str) -> None:
-    record = execute(spec(params={**SMALL, "precision": precision}))
+def test_charlm_runs_on_the_device(precision: str, device: str) -> None:
+    record = execute(spec(params={**SMALL, "precision": precision}, device=device))
     assert record.status == "accepted", record.error
-    assert record.device == "cuda:0"
-    assert record.environment is not None and record.environment.cuda
+    assert record.device == device
+    assert record.environment is not None
+    if device == "cpu":
+        assert record.environment.device_name == "cpu"
+    else:
+        assert record.environment.cuda and record.environment.device_name != "cuda"
     assert record.memory["train"].reserved >= record.memory["train"].allocated > 0
     if precision == "bf16":
         params = {**SMALL, "precision": precision}
-        workload = CharLMWorkload.build(params, seed=0, device=CUDA, steps=5)
-        assert workload.autocast == torch.cuda.is_bf16_supported()
+        workload = CharLMWorkload.build(params, seed=0, device=torch.device(device), steps=5)
+        assert workload.autocast == bf16_supported(torch.device(device))
 
 
-def test_resume_on_the_card_is_bitwise_with_deterministic_algorithms() -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_resume_is_bitwise_with_deterministic_algorithms(device: str) -> None:
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True)
     try:
@@ -65,7 +75,7 @@ def test_resume_on_the_card_is_bitwise_with_deterministic_algorithms() -> None:
 
         def build() -> CharLMWorkload:
             seed_everything(0)
-            return CharLMWorkload.build(SMALL, seed=0, device=CUDA, steps=steps)
+            return CharLMWorkload.build(SMALL, seed=0, device=torch.device(device), steps=steps)
 
         straight = build()
         reference = torch.stack([straight.train_step(s) for s in range(1, steps + 1)]).cpu()
@@ -73,7 +83,7 @@ def test_resume_on_the_card_is_bitwise_with_deterministic_algorithms() -> None:
         for s in range(1, saved_at + 1):
             first.train_step(s)
         payload = capture(saved_at, first, RunHistory()).serialize()
-        torch.cuda.manual_seed_all(999)  # dropout's CUDA RNG must come back from the checkpoint
+        torch.manual_seed(999)  # every device's RNG (dropout's) must come back from the checkpoint
         resumed = build()
         restore(payload, resumed, RunHistory())
         rest = torch.stack([resumed.train_step(s) for s in range(saved_at + 1, steps + 1)]).cpu()
@@ -82,33 +92,44 @@ def test_resume_on_the_card_is_bitwise_with_deterministic_algorithms() -> None:
         torch.use_deterministic_algorithms(False)
 
 
-def test_probe_reports_allocator_peaks_per_phase() -> None:
-    points = probe_variant(spec(), [1, 2, 4], steps=3)
-    assert points and all(p.ok for p in points)
+@pytest.mark.parametrize("device", DEVICES)
+def test_probe_reports_peaks_per_phase(device: str) -> None:
+    points = probe_variant(spec(device=device), [1, 2, 4], steps=3)
+    assert len(points) == 3 * 4 and all(p.ok for p in points), [p.error for p in points]
     for p in points:
         assert set(p.memory) == {"build", "train", "evaluate", "checkpoint"}
         assert p.memory["train"].reserved >= p.memory["train"].allocated > 0
     assert any(p.planned for p in points)
 
 
+@pytest.mark.parametrize(
+    "device",
+    [pytest.param("cpu", id="cpu", marks=pytest.mark.slow), DEVICES[1]],
+)
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
-def test_slot_worker_sees_its_one_card(method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_slot_worker_sees_its_one_device(
+    method: str, device: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Forked from the fork server (torch imported there, CUDA never initialised) or spawned,
-    the worker trains on its card and sees only that one."""
+    the worker trains on its device; a card's worker sees only that one card."""
     monkeypatch.setenv(START_METHOD_ENV, method)
-    count = torch.cuda.device_count()
-    worker = SlotWorker(
-        SlotSpec(name=f"cuda:{count - 1}", device=f"cuda:{count - 1}", cpu_threads=1)
-    )
+    if device == "cpu":
+        slot = SlotSpec(name="cpu#0", device="cpu", cpu_threads=1)
+    else:
+        count = torch.cuda.device_count()
+        slot = SlotSpec(name=f"cuda:{count - 1}", device=f"cuda:{count - 1}", cpu_threads=1)
+    worker = SlotWorker(slot)
     try:
-        record = worker.do(RunJob(spec(steps=5, eval_every=5)))
+        record = worker.do(RunJob(spec(steps=5, eval_every=5, device=slot.local_device)))
     finally:
         worker.close()
     assert record.status == "accepted", record.error
-    assert record.device == "cuda:0"  # inside the worker only its own card is visible
-    assert record.slot == f"cuda:{count - 1}"
+    assert record.device == slot.local_device  # inside the worker only its own card is visible
+    assert record.slot == slot.name
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_auto_slots_follow_the_card_memory() -> None:
     total = torch.cuda.get_device_properties(0).total_memory
     assert abs(card_memory(0) - total) < 2**30  # nvidia-smi's figure, in MiB

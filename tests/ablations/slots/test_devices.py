@@ -73,3 +73,19 @@ def test_auto_cpu_slots_are_one_per_physical_core_with_the_threads_split() -> No
 def test_the_schema_says_what_auto_gives_on_cpu() -> None:
     described = ResourcesSection.model_fields["devices"].description or ""
     assert "one CPU slot per physical core" in described  # as plan_slots does, above
+
+
+def test_several_cards_simulated_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machines lent here have one card: several are simulated (three H200-sized cards),
+    each slot pinned to its own card, `auto` packing each by the probe's peak."""
+    from ablations.slots import devices
+
+    monkeypatch.setattr(devices, "cuda_device_count", lambda: 3)
+    monkeypatch.setattr(devices, "card_memory", lambda index: 141 * 10**9)
+    auto = ResourcesSection(devices="auto", slots_per_device="auto")
+    slots = plan_slots(auto, probe_peak=30 * 10**9, margin=0.2)  # 141 / (30.6 x 1.2): 3
+    assert [s.name for s in slots[:4]] == ["cuda:0#0", "cuda:0#1", "cuda:0#2", "cuda:1#0"]
+    assert len(slots) == 9 and {s.visible_devices for s in slots} == {"0", "1", "2"}
+    assert {s.local_device for s in slots} == {"cuda:0"}  # each worker sees its one card
+    listed = plan_slots(ResourcesSection(devices=["cuda:2"], slots_per_device=2))
+    assert [(s.name, s.visible_devices) for s in listed] == [("cuda:2#0", "2"), ("cuda:2#1", "2")]

@@ -12,7 +12,8 @@ from ablations.checkpoint.state import capture, restore
 from ablations.hooks import RunHistory
 from ablations.records import RunSpec
 from ablations.training.driver import execute, seed_everything
-from ablations.workloads.charlm import CharLMWorkload, load_corpus
+from ablations.workloads.charlm import CharLMWorkload
+from ablations.workloads.corpus import load_corpus
 
 CPU = torch.device("cpu")
 TINY: dict[str, Any] = {"n_layer": 1, "n_embd": 32, "n_head": 2, "block_size": 32,
