@@ -1,10 +1,13 @@
-"""Keep credentials out of the output folder: redact URLs on the way in, scan files after.
+"""Keep credentials out of what leaves the process: the output folder and every message.
 
 Credentials reach a campaign only through the environment (AWS_* variables, profiles, instance
-roles; see `ablations.checkpoint.store.open_store`). Two ways one could still leak into what
-the campaign writes: a URL carrying `user:password@` (an endpoint or a store URL), and an error
-message that quotes a secret. `redact_url` strips the first when the manifest is written;
-`find_credentials` looks for both in any file (`ablate verify` runs it on every file).
+roles; see `ablations.checkpoint.store.open_store`). Ways one could still leak: a URL carrying
+`user:password@` or a signed query (`X-Amz-Security-Token=...`), an error message that quotes
+a secret, a file that is not a plan quoted back as if it were one. `redact` masks them in any
+message at the few places a message leaves the process (`ablate`'s error lines, progress and
+log lines, flow and task state messages, artifacts, notifications); `redact_url` strips a URL
+when the manifest is written; `find_credentials` looks for them in any file (`ablate verify`
+runs it on every file).
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 SECRET_NAME = re.compile(
-    r"SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|ACCESS_KEY|PRIVATE_KEY", re.IGNORECASE
+    r"SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|ACCESS_KEY|PRIVATE_KEY|SIGNING_KEY|AUTH",
+    re.IGNORECASE,
 )
-"""Environment variable names whose values are secrets (AWS_SECRET_ACCESS_KEY, *_TOKEN...)."""
+"""Environment variable names whose values are secrets (AWS_SECRET_ACCESS_KEY, *_TOKEN,
+ABLATE_SIGNING_KEY, PREFECT_API_AUTH_STRING...)."""
 MIN_SECRET_LENGTH = 8
 """Shorter values (a region, "true", "1") would match ordinary text: never treated as secrets."""
 USERINFO = re.compile(rb"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/@:\"'<>]+:[^\s/@\"'<>]+@")
@@ -25,6 +30,21 @@ USERINFO = re.compile(rb"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/@:\"'<>]+:[^\s/@\"'<>]
 AWS_KEY_ID = re.compile(rb"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
 """The shape of a real AWS access key id (long-term AKIA..., temporary ASIA...)."""
 _SECRET_QUERY = re.compile(r"sig|signature|token|secret|password|credential|key", re.IGNORECASE)
+MASK = "REDACTED"
+"""What stands where a secret was."""
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>`]+")
+"""A URL in running text: up to the first space or quote."""
+_BARE_USERINFO = re.compile(r"(?<![\w/])[A-Za-z][\w.+%~-]*:[^\s@/'\"<>`]+@(?=[\w.-])")
+"""`KEY:SECRET@host` without a scheme (a bucket written `KEY:SECRET@bucket/prefix`)."""
+_AWS_KEY_ID_TEXT = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}")
+"""`Authorization: Bearer <token>` (and Basic): the scheme kept, the credential masked."""
+_SECRET_FIELD = re.compile(
+    r"(?i)\b([\w-]*(?:secret|token|password|passwd|credential|signature|api_?key|access_?key|"
+    r"signing_?key|auth_?string)[\w-]*)(\s*[=:]\s*|\s*\"\s*:\s*)(['\"]?)([^\s'\"&,;)}\]]{4,})"
+)
+"""`name=value` or `name: value` where the name says secret (X-Amz-Security-Token=...,
+aws_secret_access_key: ..., "password": "..."): the name kept, the value masked."""
 
 
 def redact_url(url: str) -> str:
@@ -61,3 +81,41 @@ def find_credentials(data: bytes, secrets: Mapping[str, bytes]) -> list[str]:
     if AWS_KEY_ID.search(data):
         found.append("an AWS access key id")
     return found
+
+
+def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """`text` fit to leave the process: every URL without its user info and query, known
+    credential shapes masked (AWS key ids, bearer tokens, `KEY:SECRET@`, `secret=value`), and
+    the value of every secret-named environment variable masked wherever it appears.
+
+    Idempotent and cheap (a few regular expressions): applied where a message leaves the
+    process, not at every raise."""
+    if not text:
+        return text
+    for value in sorted(secret_values(environ).values(), key=len, reverse=True):
+        shown = value.decode(errors="replace")
+        if shown in text:
+            text = text.replace(shown, MASK)
+    text = _URL.sub(lambda m: _redacted_url(m.group(0)), text)
+    text = _BARE_USERINFO.sub(f"{MASK}@", text)
+    text = _AWS_KEY_ID_TEXT.sub(MASK, text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    return _SECRET_FIELD.sub(_masked_field, text)
+
+
+def _masked_field(match: re.Match[str]) -> str:
+    name, separator, quote, value = match.groups()
+    return match.group(0) if value == MASK else f"{name}{separator}{quote}{MASK}"
+
+
+def _redacted_url(url: str) -> str:
+    """A URL without user info, query or fragment (a signed query is a credential: all of it
+    goes, not only the parameters whose names look secret)."""
+    scheme, _, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    authority = authority.rpartition("@")[2]
+    path, question, _ = path.partition("?")
+    if not slash:
+        authority, question, _ = authority.partition("?")
+    path = path.partition("#")[0]
+    return f"{scheme}://{authority}{slash}{path}" + (f"?{MASK}" if question else "")

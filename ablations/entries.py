@@ -1,4 +1,4 @@
-"""Which workload entry modules a served campaign may import: the allow-list.
+"""What a served campaign may reach: the workload modules it may import, the stores it may use.
 
 A plan names its workload as `module:attr`, and importing the module runs its code. From the
 terminal that is the user's own choice; from the Prefect UI or API it is anyone's who reaches
@@ -9,8 +9,9 @@ names (`--allow-entry mypkg.train`), and refuses anything else before it is impo
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
-from ablations.errors import WorkloadError, short_repr
+from ablations.errors import InputError, WorkloadError, short_repr
 
 BUILTIN_ENTRY_MODULES = frozenset(
     {
@@ -54,3 +55,54 @@ def require_allowed_entry(entry: str, allowed: Iterable[str]) -> None:
             f"workloads{extra}); its operator allows a module with `ablate serve --allow-entry "
             "MODULE` (on a pool host: ABLATE_ALLOW_ENTRY)"
         )
+
+
+# -- stores ---------------------------------------------------------------------------------
+
+
+def store_allowed(
+    store: str, endpoint_url: str | None, roots: Iterable[Path], allowed: Iterable[str]
+) -> bool:
+    """Whether a served plan's checkpoint store stays within what its operator allows:
+    `memory://` and a relative `file://` store (inside the output folder) always; an absolute
+    `file://` folder under a root (symbolic links resolved) or an allowed one; an `s3://`
+    store only under an allowed URL (`s3://bucket/prefix` allows that prefix and what lies
+    below it, never `s3://bucket/prefix-other`), and its `endpoint_url` only when that URL is
+    allowed too. A store outside is where a served plan would read or write for anyone who
+    reaches the Prefect API."""
+    scheme, _, rest = store.partition("://")
+    entries = list(allowed)
+    if endpoint_url is not None and not any(_under(endpoint_url, e) for e in entries):
+        return False
+    if scheme == "memory" or (scheme == "file" and not rest.startswith("/")):
+        return True
+    if scheme == "file":
+        target = Path(rest).resolve()
+        folders = [
+            *roots,
+            *(Path(e[len("file://") :]).resolve() for e in entries if e.startswith("file:///")),
+        ]
+        return any(target == root or root in target.parents for root in folders)
+    return any(_under(store, e) for e in entries)
+
+
+def _under(url: str, entry: str) -> bool:
+    url, entry = url.rstrip("/"), entry.rstrip("/")
+    return url == entry or url.startswith(f"{entry}/")
+
+
+def require_allowed_store(
+    store: str, endpoint_url: str | None, roots: Iterable[Path], allowed: Iterable[str]
+) -> None:
+    """`InputError` (one line, before the store is opened) unless `store_allowed`."""
+    allowed = sorted(set(allowed))
+    if store_allowed(store, endpoint_url, roots, allowed):
+        return
+    what = f"checkpoint.store {short_repr(store)}"
+    if endpoint_url is not None:
+        what += f" (endpoint_url {short_repr(endpoint_url)})"
+    raise InputError(
+        f"{what} is outside what this server allows (a relative file:// store, the --root "
+        f"folders, and {', '.join(allowed) or 'no store URL'}); its operator allows a store "
+        "with `ablate serve --allow-store URL` (on a pool host: ABLATE_ALLOW_STORE)"
+    )

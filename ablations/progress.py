@@ -12,6 +12,8 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from ablations.credentials import redact
+
 if TYPE_CHECKING:  # types only: the analysis package imports pandas and scipy, which every
     # slot worker (it prints its runs' lines) would otherwise load for nothing
     from ablations.analysis.looks import LookRecord
@@ -29,6 +31,7 @@ def say(text: str, *, level: int = logging.INFO, about: dict[str, object] | None
     """Print one progress line with the seconds since the campaign process started (and log
     it at `level`: ERROR for the one line that ends a campaign on bad input). `about`: the log
     record's extra attributes, e.g. the task run a run's line belongs to."""
+    text = redact(text)  # the terminal and the run's logs in the UI: nothing secret in either
     print(f"[{time.monotonic() - _START:7.1f}s] {text}", file=sys.stdout, flush=True)
     PROGRESS_LOG.log(level, text, extra=about)
 

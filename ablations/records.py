@@ -8,8 +8,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
+from ablations.credentials import redact
 from ablations.plan.sections import (
     Category,
     CheckpointSection,
@@ -97,6 +105,13 @@ class RunError(Record):
     cause: FailureCause = "workload"
     """Who failed: the workload, or the infrastructure it ran on (retried by a rerun)."""
 
+    @field_validator("message")
+    @classmethod
+    def _nothing_secret(cls, message: str) -> str:
+        # an exception's text (a store's, the user's code's) reaches the record, the manifest,
+        # the report, the task's state message and the UI's tables: redacted once, here
+        return redact(message)
+
     @model_validator(mode="before")
     @classmethod
     def _cause_of_older_records(cls, data: Any) -> Any:
@@ -154,6 +169,11 @@ class CheckpointSummary(Record):
     there is the plan, resuming later is a recovery."""
     note: str | None = None
     """Why the run did not resume where it was planned to (its pilot's last step)."""
+
+    @field_validator("last_error", "note")
+    @classmethod
+    def _nothing_secret(cls, text: str | None) -> str | None:
+        return None if text is None else redact(text)  # a store's error text (see RunError)
 
 
 class RunSpec(Record):
@@ -261,6 +281,18 @@ class RunRecord(Record):
     checkpoint: CheckpointSummary = CheckpointSummary()
     artifacts: dict[str, str] = Field(default_factory=dict)
     """Kind -> path of files the run exported (relative to the output folder)."""
+    export_sha256: dict[str, str] = Field(default_factory=dict)
+    """Path -> sha256 of each exported file, as the pool host that exported it put it in its
+    signed result: the campaign refuses an export whose bytes differ, and `ablate verify`
+    checks the folder's files against it. Empty for a run on this machine's slots (left out
+    of the JSON then)."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_hashes(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("export_sha256"):
+            data.pop("export_sha256", None)
+        return data
 
     @classmethod
     def failed(cls, spec: RunSpec, error_type: str, message: str, **fields: object) -> RunRecord:

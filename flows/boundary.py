@@ -3,13 +3,15 @@
 Whoever reaches the Prefect API can start the deployment with any parameters, and the run
 executes as the user of `ablate serve`. `ablate serve --root DIR --allow-entry MODULE`
 narrows that: `plan_path` and `out_dir` must lie under a root (resolved, symbolic links
-included), and the plan's `workload.entry` must be on the allow-list
-(`ablations.entries`); anything else is refused, in one line, before a file outside the roots
-is read or written and before the workload is imported. The pasted plan is read through the
-same bounded reader as a file.
+included), the plan's `workload.entry` must be on the allow-list, and its checkpoint store
+must be inside the output folder, under a root or on `--allow-store` (an S3 store, its
+endpoint: `ablations.entries`); anything else is refused, in one line, before a file outside
+the roots is read or written, a store opened or the workload imported. The pasted plan is
+read through the same bounded reader as a file.
 
 The served flow runs are child processes of `ablate serve`: the boundary reaches them through
-its environment (`ABLATE_SERVE_ROOTS`, `ABLATE_ALLOW_ENTRY`), written and read only here. A
+its environment (`ABLATE_SERVE_ROOTS`, `ABLATE_ALLOW_ENTRY`, `ABLATE_ALLOW_STORE`), written and
+read only here. A
 campaign started from the terminal (`ablate run`) has no boundary: its user is the operator.
 """
 
@@ -21,26 +23,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ablations.campaign.admission import plan_text_of as admitted_text
-from ablations.entries import require_allowed_entry
+from ablations.entries import require_allowed_entry, require_allowed_store
 from ablations.errors import InputError, short_repr
-from ablations.plan.io import parse_yaml
-from ablations.plan.model import parse_plan
+from ablations.plan.io import plan_from_text
 
 ROOTS_ENV = "ABLATE_SERVE_ROOTS"
 ENTRIES_ENV = "ABLATE_ALLOW_ENTRY"
+STORES_ENV = "ABLATE_ALLOW_STORE"
 
 
 @dataclass(frozen=True)
 class Boundary:
-    """The folders a served campaign may read its plan from and write its folder into, and
-    the workload modules it may import besides the built-in ones."""
+    """The folders a served campaign may read its plan from and write its folder into, the
+    workload modules it may import besides the built-in ones, and the store URLs it may use
+    besides its own folder and the roots."""
 
     roots: tuple[Path, ...]
     entries: tuple[str, ...] = ()
+    stores: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, roots: list[Path], entries: list[str]) -> Boundary:
-        return cls(tuple(r.resolve() for r in roots), tuple(entries))
+    def of(cls, roots: list[Path], entries: list[str], stores: list[str] | None = None) -> Boundary:
+        return cls(tuple(r.resolve() for r in roots), tuple(entries), tuple(stores or ()))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Boundary | None:
@@ -50,17 +54,23 @@ class Boundary:
             return None
         roots = tuple(Path(r) for r in env[ROOTS_ENV].split(os.pathsep) if r)
         entries = tuple(e for e in env.get(ENTRIES_ENV, "").split(",") if e)
-        return cls(roots, entries)
+        stores = tuple(s for s in env.get(STORES_ENV, "").split(",") if s)
+        return cls(roots, entries, stores)
 
     def install(self) -> None:
         """Hand the boundary to this process's flow runs (`ablate serve` only)."""
         os.environ[ROOTS_ENV] = os.pathsep.join(str(r) for r in self.roots)
         os.environ[ENTRIES_ENV] = ",".join(self.entries)
+        os.environ[STORES_ENV] = ",".join(self.stores)
+
+    def contains(self, value: str) -> bool:
+        """Whether `value` resolves (symbolic links followed) under one of the roots."""
+        target = Path(value).resolve()
+        return any(target == root or root in target.parents for root in self.roots)
 
     def require_inside(self, parameter: str, value: str) -> None:
         """`InputError` unless `value` resolves under one of the roots."""
-        target = Path(value).resolve()
-        if not any(target == root or root in target.parents for root in self.roots):
+        if not self.contains(value):
             roots = ", ".join(str(r) for r in self.roots) or "none"
             raise InputError(
                 f"{parameter} {short_repr(value)} is outside the folders this server allows "
@@ -78,7 +88,11 @@ def admitted_plan_text(plan_path: str, plan_yaml: str, out_dir: str) -> str:
             boundary.require_inside("plan_path", plan_path)
     text, source = admitted_text(plan_yaml, plan_path)  # bounded; names a missing plan
     if boundary is not None:
-        plan = parse_plan(parse_yaml(text, source), source)
+        plan = plan_from_text(text, source)
         for entry in plan.workload.imported:
             require_allowed_entry(entry, boundary.entries)
+        checkpoint = plan.checkpoint
+        require_allowed_store(
+            checkpoint.store, checkpoint.endpoint_url, boundary.roots, boundary.stores
+        )
     return text

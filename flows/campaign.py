@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from prefect import Flow, flow
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -30,6 +29,7 @@ from ablations.campaign.lock import hold_folder
 from ablations.campaign.scheduling import longest_first
 from ablations.campaign.state import remove_leftover_temporaries
 from ablations.campaign.steps import gate_decided
+from ablations.credentials import redact
 from ablations.errors import InputError
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
@@ -41,6 +41,7 @@ from ablations.progress import (
     say,
 )
 from ablations.records import RunRecord
+from ablations.report.md_html import plain
 from ablations.results.summary import decision_sentence, final_rows
 from ablations.slots.local import LocalSlots, local_slots_for, warmup_for
 from flows.boundary import admitted_plan_text
@@ -49,6 +50,7 @@ from flows.live import LiveArtifacts
 from flows.pool import PoolExecutor
 from flows.run_log import run_logger
 from flows.run_names import campaign_run_name
+from tasks.artifacts import markdown_artifact, table_artifact
 from tasks.curves import show_curves
 from tasks.gate import recommend_gate, record_gate, resize_after_answer
 from tasks.looks import judge_look, runs_for_look
@@ -134,7 +136,7 @@ def _main_phase(
         decided = judge_look(campaign, look, len(executor.slots))
         for line in look_lines(decided, plan.metric.name):
             say(line)
-        create_markdown_artifact(key=f"look-{look + 1}", markdown=look_markdown(decided))
+        markdown_artifact(f"look-{look + 1}", look_markdown(decided))
         if not decided.still_open:
             break  # the report's curves follow at once
         # beside the next look's runs: the flow does not wait for the drawing
@@ -216,11 +218,7 @@ def _phases(campaign: Campaign, gate: Literal["plan", "auto", "ui"], executor: E
         say("pilot")
         pilot_records = _run_phase(campaign, executor, pilot, live)
         pilot_curves = show_curves.submit(campaign, "the pilot")  # drawn while the gate decides
-        create_table_artifact(
-            key="pilot-runs",
-            table=record_rows(pilot_records, plan.metric.name),
-            description="Pilot runs",
-        )
+        table_artifact("pilot-runs", record_rows(pilot_records, plan.metric.name), "Pilot runs")
     asked_before = gate_decided(campaign)
     recommendation = recommend_gate(campaign, len(slots))
     mode = plan.gate.mode if gate == "plan" else gate
@@ -231,7 +229,7 @@ def _phases(campaign: Campaign, gate: Literal["plan", "auto", "ui"], executor: E
         decision = resize_after_answer(campaign, decision, len(slots))
     decision = record_gate(campaign, decision)
     say(f"gate: {decision.decision} ({decision.source}): {decision.reason}")
-    create_markdown_artifact(key="gate-decision", markdown=decision_markdown(decision, main))
+    markdown_artifact("gate-decision", decision_markdown(decision, main))
     if decision.decision in ("continue", "trim"):
         live.drop(decision.drop)
         looks = len(plan.look_sizes)
@@ -246,16 +244,17 @@ def _phases(campaign: Campaign, gate: Literal["plan", "auto", "ui"], executor: E
         pilot_curves.wait()
     manifest_path = write_results(campaign, executor)  # while the executor's slots are open
     manifest = campaign.folder.manifest()  # written by the results step (maybe elsewhere)
-    create_table_artifact(
-        key="final-runs",
-        table=final_rows(manifest, plan.metric.name),
-        description="Main-phase runs, trimmed and unneeded ones included",
+    table_artifact(
+        "final-runs",
+        final_rows(manifest, plan.metric.name),
+        "Main-phase runs, trimmed and unneeded ones included",
     )
-    decided = decision_sentence(manifest)
+    decided = plain(decision_sentence(manifest))
     say(f"decision: {decided} (report: {campaign.out_dir / REPORT})")
     # The sentence is also the flow run's state message: the run page shows it, and the
-    # "campaign finished" automation (`ablate notify`) sends it.
-    return Completed(message=decided, data=manifest_path)
+    # "campaign finished" automation (`ablate notify`) sends it, as plain text (a chat or a
+    # mail shows markdown's marks as they are) with nothing secret in it.
+    return Completed(message=redact(decided), data=manifest_path)
 
 
 def campaign_flow(opened: Executor | None = None) -> Flow[..., State]:
@@ -318,7 +317,7 @@ def campaign_flow(opened: Executor | None = None) -> Flow[..., State]:
             # Bad input is the person's to fix, not a crash: one line as the state message and
             # one log line, no traceback. The error rides along as the state's data, so
             # `ablate run` (which calls this flow) still raises it and exits 2.
-            line = one_line(error)
+            line = plain(one_line(error))  # redacted; plain text for `ablate notify`
             say(f"error: {line}", level=logging.ERROR)
             return Failed(message=line, data=error)
 

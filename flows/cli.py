@@ -20,7 +20,7 @@ from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REFRAME_DRAFT, REPORT, CampaignFolder
 from ablations.campaign.lock import hold_folder
 from ablations.campaign.state import existing_registration
-from ablations.cli.arguments import module_name, positive_seconds
+from ablations.cli.arguments import module_name, positive_seconds, store_url
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import CampaignInterrupted, InputError, PlanError
 from ablations.plan.io import load_plan
@@ -83,6 +83,16 @@ def add_parsers(sub: Any) -> None:
         metavar="MODULE",
         help="a workload module (or package) plans may name besides the built-in ones "
         "(repeatable), e.g. mypkg.train",
+    )
+    p.add_argument(
+        "--allow-store",
+        action="append",
+        default=[],
+        type=store_url,
+        metavar="URL",
+        help="a checkpoint store plans may use besides their own folder and the --root "
+        "folders (repeatable): s3://BUCKET/PREFIX, file:///PATH, and an S3 endpoint_url "
+        "(https://HOST) a plan may name",
     )
     p = sub.add_parser(
         "notify",
@@ -343,5 +353,6 @@ def serve_command(args: argparse.Namespace) -> int:
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "2")
     from flows.serve import serve_campaign
 
-    serve_campaign(args.name, Boundary.of(args.root or [Path.cwd()], args.allow_entry))
+    boundary = Boundary.of(args.root or [Path.cwd()], args.allow_entry, args.allow_store)
+    serve_campaign(args.name, boundary)
     return EXIT_OK

@@ -4,12 +4,10 @@ description the campaign's counts, spend and projected finish, updated as runs f
 from __future__ import annotations
 
 from collections.abc import Iterable
-from uuid import UUID
-
-from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from ablations.campaign.live import LiveCampaign
 from ablations.records import RunRecord
+from tasks.artifacts import progress_artifact, update_progress
 
 KEY = "campaign-progress"
 
@@ -20,15 +18,11 @@ class LiveArtifacts:
     def __init__(self, live: LiveCampaign) -> None:
         self.live = live
         view = live.view()
-        created = create_progress_artifact(
-            progress=view.percent, key=KEY, description=view.markdown()
-        )
-        assert isinstance(created, UUID)  # called synchronously: no coroutine
-        self._id = created
+        self._id = progress_artifact(KEY, view.percent, view.markdown())
 
     def _show(self) -> str:
         view = self.live.view()
-        update_progress_artifact(self._id, view.percent, description=view.markdown())
+        update_progress(self._id, view.percent, view.markdown())
         return view.counter()
 
     def start(self, run_ids: Iterable[str]) -> None:

@@ -14,9 +14,10 @@ import json
 import math
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import FlowRun
@@ -38,12 +39,12 @@ from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots.attempts import (
     HEARTBEAT,
     OUTPUTS,
-    Attempted,
     Kind,
     accepted_result,
     attempt_prefix,
     attempt_result,
     attempt_store,
+    attempts_with_results,
     require_shared_store,
     result_key,
 )
@@ -54,8 +55,10 @@ from ablations.slots.trust import (
     Liveness,
     UntrustedObject,
     artifact_names,
+    checked_export,
     checked_preflight,
     checked_record,
+    require_sole_result,
     unseal,
 )
 
@@ -170,52 +173,63 @@ class PoolExecutor:
         """Run one run on the pool; bring its artifacts into the campaign's output folder.
 
         What comes back is checked (`ablations.slots.trust`): a result that answers another
-        run, or names files this run does not export, makes the run a failure that says so."""
+        run, names files this run does not export, or exports a file whose sha256 differs
+        from the result's is refused, and the run is submitted again with a fresh attempt;
+        refused every time, the run is `failed` with `UntrustedResult` and the reason (an
+        infrastructure cause: a rerun of the campaign submits it again)."""
         store = attempt_store(spec)
-        outcome = self._call("run", spec, None, store)
-        if outcome.result is None or outcome.attempt is None:
-            return RunRecord.failed(spec, "WorkerLost", outcome.problem)
-        name = self._name(store, spec, outcome.attempt)
-        try:
-            record = checked_record(outcome.result.decode(), spec, name)
+
+        def take(attempt: str, result: str) -> RunRecord:
+            record = checked_record(result, spec, self._name(store, spec, attempt))
             if spec.out_dir is not None:
-                self._copy_outputs(store, spec, outcome.attempt, record)
-        except UntrustedObject as exc:
-            return RunRecord.failed(spec, "UntrustedResult", str(exc))
-        return record
+                self._copy_outputs(store, spec, attempt, record)
+            return record
+
+        outcome = self._call("run", spec, None, store, take)
+        if outcome.taken is None:
+            return RunRecord.failed(spec, outcome.error_type, outcome.problem)
+        return outcome.taken
 
     @staticmethod
     def _copy_outputs(store: FsspecStore, spec: RunSpec, attempt: str, record: RunRecord) -> None:
         """The run's exported files, from its accepted attempt's folder into the output
-        folder: names rebuilt from the run id, each written through the folder's guard."""
+        folder: names rebuilt from the run id, each read without following a symbolic link,
+        checked against the sha256 the (signed) result gives it, and written through the
+        folder's guard. Refused, none of them stays in the folder."""
         assert spec.out_dir is not None
         folder = CampaignFolder(Path(spec.out_dir))
         outputs = f"{attempt_prefix(spec, attempt)}/{OUTPUTS}"
-        for kind in record.artifacts:
-            relative = artifact_names(spec.run_id)[kind]  # checked_record: a known kind
-            try:
-                data = store.get(f"{outputs}/{relative}", limit=MAX_ARTIFACT_BYTES)
-            except ObjectTooLarge as exc:
-                raise UntrustedObject(f"artifact {kind} of the result: {exc}") from None
-            except StoreError as exc:
-                if isinstance(exc.__cause__, FileNotFoundError):  # named, never uploaded
+        written: list[str] = []
+        try:
+            for kind in record.artifacts:
+                relative = artifact_names(spec.run_id)[kind]  # checked_record: a known kind
+                try:
+                    data = store.get(f"{outputs}/{relative}", limit=MAX_ARTIFACT_BYTES)
+                except (ObjectTooLarge, UntrustedObject) as exc:
                     raise UntrustedObject(f"artifact {kind} of the result: {exc}") from None
-                raise
-            folder.write_bytes(relative, data)
+                except StoreError as exc:
+                    if isinstance(exc.__cause__, FileNotFoundError):  # named, never uploaded
+                        raise UntrustedObject(f"artifact {kind} of the result: {exc}") from None
+                    raise
+                checked_export(record, relative, data, store.uri(f"{outputs}/{relative}"))
+                folder.write_bytes(relative, data)
+                written.append(relative)
+        except UntrustedObject:
+            for relative in written:
+                folder.path(relative).unlink(missing_ok=True)
+            raise
 
     def preflight(self, spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
         """The data and restart checks, on a slot of one of the pool's hosts."""
         store = attempt_store(spec)
-        outcome = self._call("preflight", spec, expected_inputs, store)
-        if outcome.result is not None and outcome.attempt is not None:
-            name = self._name(store, spec, outcome.attempt)
-            try:
-                return checked_preflight(outcome.result.decode(), name)
-            except UntrustedObject as exc:
-                problem, kind = str(exc), "UntrustedResult"
-        else:
-            problem, kind = outcome.problem, "WorkerLost"
-        error = RunError(type=kind, message=problem, cause="infrastructure")
+
+        def take(attempt: str, result: str) -> PreflightReport:
+            return checked_preflight(result, self._name(store, spec, attempt))
+
+        outcome = self._call("preflight", spec, expected_inputs, store, take)
+        if outcome.taken is not None:
+            return outcome.taken
+        error = RunError(type=outcome.error_type, message=outcome.problem, cause="infrastructure")
         return PreflightReport(passed=False, error=error)
 
     def write_results(self, campaign: Campaign) -> Path:
@@ -230,20 +244,30 @@ class PoolExecutor:
         each writing to the shared store, and go on (as when the campaign is killed)."""
 
     def _call(
-        self, kind: Kind, spec: RunSpec, expected: dict[str, int] | None, store: FsspecStore
-    ) -> Attempted:
+        self,
+        kind: Kind,
+        spec: RunSpec,
+        expected: dict[str, int] | None,
+        store: FsspecStore,
+        take: Callable[[str, str], Taken],
+    ) -> Outcome[Taken]:
         """Submit attempts until the accepted one leaves a result in the store that answers
-        `spec` (its envelope: `trust.unseal`); the result as JSON."""
+        `spec` (its envelope: `trust.unseal`) and that `take` accepts (raising
+        `UntrustedObject` otherwise); what `take` made of it. A refused result is never used:
+        a fresh attempt is submitted instead, a restarted campaign's included."""
+        refused = ""
         known = accepted_result(store, spec)  # a restarted campaign finds it here
         if known is not None and known.result is not None and known.attempt is not None:
+            name = self._name(store, spec, known.attempt)
             try:
-                result = unseal(
-                    known.result, spec, kind, known.attempt, self._name(store, spec, known.attempt)
-                )
-            except UntrustedObject as exc:  # planted, or of another campaign: never used
-                return Attempted(None, None, str(exc))
-            return Attempted(result.encode(), known.attempt, "")
-        problem = "never submitted"
+                result = unseal(known.result, spec, kind, known.attempt, name)
+                require_sole_result(attempts_with_results(store, spec), known.attempt, name)
+                return Outcome(take(known.attempt, result))
+            except UntrustedObject as exc:  # planted, moved back, or another campaign's
+                refused = str(exc)
+                say(f"  {spec.variant} seed {spec.seed} ({kind}): {refused}; submitted afresh")
+        problem = refused or "never submitted"
+        error_type = "UntrustedResult" if refused else "WorkerLost"
         for number in range(1, self.settings.attempts + 1):
             # Ours, accepted before the flow run exists: it may commit from its first step.
             # Unique per submission, so a rerun of the campaign submits afresh rather than
@@ -264,19 +288,21 @@ class PoolExecutor:
             )
             assert isinstance(flow_run, FlowRun)  # sync call: no coroutine
             problem = self._wait(flow_run.id, store, spec, attempt, kind)
+            error_type = "WorkerLost"
             sealed = attempt_result(store, spec, attempt)
             if sealed is not None:
                 try:
                     result = unseal(sealed, spec, kind, attempt, self._name(store, spec, attempt))
-                    return Attempted(result.encode(), attempt, "")
+                    return Outcome(take(attempt, result))
                 except UntrustedObject as exc:
-                    problem = str(exc)
-            say(f"  {spec.variant} seed {spec.seed} ({kind}): attempt {number} lost: {problem}")
+                    problem, error_type = str(exc), "UntrustedResult"
+            what = "refused" if error_type == "UntrustedResult" else "lost"
+            say(f"  {spec.variant} seed {spec.seed} ({kind}): attempt {number} {what}: {problem}")
         problem = (
-            f"{self.settings.attempts} attempts on pool {self.settings.pool} lost "
+            f"{self.settings.attempts} attempts on pool {self.settings.pool} lost or refused "
             f"(a rerun of the campaign submits it again): {problem}"
         )
-        return Attempted(None, None, problem)
+        return Outcome(None, error_type, problem)
 
     def _wait(
         self, flow_run_id: Any, store: FsspecStore, spec: RunSpec, attempt: str, kind: Kind
@@ -329,6 +355,20 @@ class PoolExecutor:
         except StoreError:
             return None
         return committed[-1] if committed else None
+
+
+Taken = TypeVar("Taken")
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[Taken]):
+    """How the submissions of one run (or preflight) ended: what was taken of the accepted
+    attempt's result, or why nothing was."""
+
+    taken: Taken | None
+    error_type: str = ""
+    """`WorkerLost` (no result came back) or `UntrustedResult` (the last one was refused)."""
+    problem: str = ""
 
 
 def progress_timeout(max_loss_minutes: float) -> float:

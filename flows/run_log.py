@@ -13,6 +13,7 @@ import logging
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 
+from ablations.credentials import redact
 from ablations.errors import InputError
 from ablations.progress import PROGRESS_LOG
 
@@ -50,8 +51,26 @@ class _InputErrorSaidOnce(logging.Filter):
         return not isinstance(error, InputError)
 
 
+class _Redacted(logging.Filter):
+    """Prefect's own lines about a flow or task run (a task that raised, with its traceback)
+    go to the run's logs in the UI: redacted like every message that leaves the process
+    (`ablations.credentials.redact`). Rewrites the record, never drops it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        shown = redact(message)
+        if shown != message:
+            record.msg, record.args = shown, ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
+
+
 _FINDINGS = _FindingsAreNotErrors()
 _INPUT_ERRORS = _InputErrorSaidOnce()
+_REDACTED = _Redacted()
 
 
 def run_logger() -> logging.Logger:
@@ -61,4 +80,6 @@ def run_logger() -> logging.Logger:
         PROGRESS_LOG.addHandler(_RunLogHandler())
     logging.getLogger("prefect.task_runs").addFilter(_FINDINGS)  # a set: added once
     logging.getLogger("prefect.flow_runs").addFilter(_INPUT_ERRORS)
+    for name in ("prefect.task_runs", "prefect.flow_runs"):
+        logging.getLogger(name).addFilter(_REDACTED)
     return PROGRESS_LOG

@@ -10,6 +10,7 @@ from prefect.deployments.runner import RunnerDeployment
 import flows.campaign
 from flows.boundary import Boundary
 from flows.campaign import ablation_campaign
+from flows.run_names import RunNamer
 
 
 def campaign_deployment(name: str) -> RunnerDeployment:
@@ -28,4 +29,9 @@ def serve_campaign(name: str, boundary: Boundary) -> None:
     """Serve the deployment until interrupted: one campaign at a time, never left paused,
     each flow run inside `boundary` (its roots and allowed workload modules)."""
     boundary.install()  # the flow runs are this process's children: they inherit it
-    serve(campaign_deployment(name), limit=1, pause_on_shutdown=False)
+    namer = RunNamer(f"{ablation_campaign.name}/{name}")  # named at once, not when picked up
+    namer.start()
+    try:
+        serve(campaign_deployment(name), limit=1, pause_on_shutdown=False)
+    finally:
+        namer.stop()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from ablations.campaign.campaign import Campaign
 from ablations.report.artifact import curves_so_far
+from tasks.artifacts import markdown_artifact
 
 
 # NO_CACHE: the campaign is an in-process handle, which Prefect cannot hash into a cache key
@@ -16,4 +16,4 @@ def show_curves(campaign: Campaign, title: str) -> None:
     """Draw the finished runs' curves and show them in the UI (key `learning-curves`)."""
     markdown = curves_so_far(campaign, title)
     if markdown is not None:
-        create_markdown_artifact(key="learning-curves", markdown=markdown, description=title)
+        markdown_artifact("learning-curves", markdown, description=title)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REPORT
 from ablations.report.artifact import report_artifact
+from tasks.artifacts import markdown_artifact
 
 
 # NO_CACHE: the executor and the campaign cannot be hashed into a cache key
@@ -18,5 +18,5 @@ def write_results(campaign: Campaign, executor: Executor) -> str:
     """Write the output folder from the completion records; return the manifest's path."""
     manifest = executor.write_results(campaign)
     if (campaign.out_dir / REPORT).exists():
-        create_markdown_artifact(key="campaign-report", markdown=report_artifact(campaign.out_dir))
+        markdown_artifact("campaign-report", report_artifact(campaign.out_dir))
     return str(manifest)

@@ -160,6 +160,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         *("ablations", "ablations.names", "ablations.atomic", "ablations.errors"),
         *("ablations.units", "ablations.crash_points", "ablations.credentials"),
         *("ablations.signing", "ablations.preemption", "ablations.entries", "ablations.scratch"),
+        "ablations.limits",
     ),
     ("ablations.plan",),
     # what one run is, the workload it trains, the hooks it calls, the slots it may get

@@ -12,10 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ablations.campaign.state import existing_registration
+from ablations.credentials import redact
 from ablations.errors import InputError, PlanError
-from ablations.plan.io import parse_yaml, read_plan_text
+from ablations.plan.io import parse_yaml, plan_from_text, read_plan_text
 from ablations.plan.io import plan_text_of as bounded_text
-from ablations.plan.model import Plan, parse_plan
+from ablations.plan.model import Plan
 
 NO_PLAN = "no plan given: fill in plan_path (a YAML file on the serving machine) or plan_yaml"
 
@@ -32,7 +33,7 @@ def plan_text_of(plan_yaml: str, plan_path: str) -> tuple[str, str]:
 
 def admit(plan_text: str, source: str, out_dir: Path) -> Plan:
     """The validated plan, once the folder is known to take it (its campaign or empty)."""
-    plan = parse_plan(parse_yaml(plan_text, source), source)
+    plan = plan_from_text(plan_text, source)
     problems = plan.pilot_problems()
     if problems:
         raise PlanError(problems, source)
@@ -41,12 +42,13 @@ def admit(plan_text: str, source: str, out_dir: Path) -> Plan:
 
 
 def one_line(error: InputError) -> str:
-    """The error as one line: a plan's problems joined by `;`."""
+    """The error as one line, a plan's problems joined by `;`, with nothing secret in it: it
+    becomes the flow run's state message, which `ablate notify` forwards."""
     if isinstance(error, PlanError):
         head = f"{error.source}: " if error.source else ""
         problems = "; ".join(str(p) for p in error.problems)
-        return f"{head}invalid plan: {problems}"
-    return " ".join(str(error).split())
+        return redact(f"{head}invalid plan: {problems}")
+    return redact(" ".join(str(error).split()))
 
 
 MAX_NAME_CHARS = 64
@@ -65,7 +67,7 @@ def _run_name(plan_yaml: str, plan_path: str) -> str:
         given = plan_yaml.strip() or plan_path.strip()
         return "invalid: unreadable plan_path" if given else "invalid: no plan"
     try:
-        return parse_plan(parse_yaml(text, source), source).campaign.id
+        return plan_from_text(text, source).campaign.id
     except InputError:
         pass
     try:  # name it after the campaign it meant to be, when that much can be read

@@ -124,11 +124,10 @@ class CampaignFolder:
     def plan(self) -> Plan:
         """The registered plan, parsed from plan.yaml at each call: a campaign's process reads
         it once (`Campaign.load`) and passes the campaign on."""
-        from ablations.plan.io import parse_yaml
-        from ablations.plan.model import parse_plan
+        from ablations.plan.io import plan_from_text
 
         source = str(self.root / PLAN)
-        return parse_plan(parse_yaml(self.plan_text(), source), source)
+        return plan_from_text(self.plan_text(), source)
 
     def write_registration(self, registration: Registration) -> None:
         atomic_write_text(self.path(REGISTRATION), registration.model_dump_json(indent=2))

@@ -60,11 +60,48 @@ def decide_look(campaign: Campaign, look: int, slots: int) -> LookRecord:
     looks = recorded_looks(campaign)
     if look < len(looks.looks):
         return looks.looks[look]
-    plan = campaign.plan
-    design = look_design(plan)
     main = campaign.phase("main")
     records = campaign.records()
     open_now = looks.open_at(look, _candidates(campaign, main))
+    record = judge_at(campaign, look, open_now, records)
+    record = record.model_copy(
+        update={
+            "decided_at": time.time(),
+            "budget_ended": _beyond_budget(campaign, record, records, main, slots),
+        }
+    )
+    campaign.folder.write_looks(looks.with_look(record))
+    crash_point(f"after-look-{look + 1}")
+    return record
+
+
+def rejudged_looks(campaign: Campaign) -> list[LookRecord]:
+    """Every recorded look judged again from the run records by `judge_at`, the code that
+    decided it (`ablate verify` compares them with looks.json and the manifest). Each look
+    judges the variants the looks judged again before it left open; which variants the
+    budget ended is taken as recorded (it depended on the clock, not the records)."""
+    recorded = recorded_looks(campaign).looks
+    main = campaign.phase("main")
+    records = campaign.records()
+    again = Looks()
+    for look, mine in enumerate(recorded):
+        judged = judge_at(campaign, look, again.open_at(look, _candidates(campaign, main)), records)
+        judged = judged.model_copy(
+            update={"decided_at": mine.decided_at, "budget_ended": mine.budget_ended}
+        )
+        again = again.with_look(judged)
+    return list(again.looks)
+
+
+def judge_at(
+    campaign: Campaign, look: int, open_now: list[str], records: dict[str, RunRecord]
+) -> LookRecord:
+    """Look `look` judged from the run records: each variant of `open_now` on its paired
+    seeds of looks 0..`look` (never a later seed), with the registered design. Nothing is
+    written, and the record's `decided_at` and `budget_ended` are left for the caller."""
+    plan = campaign.plan
+    design = look_design(plan)
+    main = campaign.phase("main")
     seeds = set(plan.seed_list[: design.looks[look]])
     by_runs: dict[str, Judgement] = {}
     values: dict[str, dict[int, float]] = {}
@@ -90,7 +127,7 @@ def decide_look(campaign: Campaign, look: int, slots: int) -> LookRecord:
     judgements = judge_look(design, look, plan.metric, diffs) if judged else {}
     merged = [by_runs.get(v) or judgements[v] for v in open_now]
     boundary = design.boundary(look)
-    record = LookRecord(
+    return LookRecord(
         look=look,
         looks=len(design.looks),
         seeds=design.looks[look],
@@ -98,14 +135,8 @@ def decide_look(campaign: Campaign, look: int, slots: int) -> LookRecord:
         alpha_spent=boundary.alpha_spent,
         level=boundary.level,
         judgements=merged,
-        decided_at=time.time(),
+        decided_at=0.0,
     )
-    record = record.model_copy(
-        update={"budget_ended": _beyond_budget(campaign, record, records, main, slots)}
-    )
-    campaign.folder.write_looks(looks.with_look(record))
-    crash_point(f"after-look-{look + 1}")
-    return record
 
 
 def _decided_by_runs(

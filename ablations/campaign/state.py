@@ -22,8 +22,8 @@ from ablations.campaign.folder import CampaignFolder, Registration
 from ablations.crash_points import AFTER_PLAN, crash_point
 from ablations.errors import CampaignConflictError, InfrastructureError, InputError
 from ablations.names import LOCK, PLAN, RECORDS, REGISTRATION, WRITTEN_FOLDERS
-from ablations.plan.io import parse_yaml
-from ablations.plan.model import Plan, parse_plan, plan_hash
+from ablations.plan.io import plan_from_text
+from ablations.plan.model import Plan, plan_hash
 from ablations.records import RunRecord
 from ablations.results.manifest import NotACampaignFolder, read_manifest
 
@@ -126,7 +126,7 @@ def _check_unregistered_plan(out_dir: Path, plan: Plan, digest: str) -> None:
         return
     try:
         text = path.read_text(encoding="utf-8")
-        found = plan_hash(parse_plan(parse_yaml(text, str(path)), str(path)))
+        found = plan_hash(plan_from_text(text, str(path)))
     except (OSError, UnicodeDecodeError, InputError):
         found = "unreadable"
     if found != digest:
@@ -151,7 +151,7 @@ def _check_creatable(out_dir: Path) -> None:
 
 def register(plan_text: str, out_dir: Path, source: str = "plan") -> Registration:
     """Freeze the plan in `out_dir`; refuse a known campaign whose plan hash differs."""
-    plan = parse_plan(parse_yaml(plan_text, source), source)
+    plan = plan_from_text(plan_text, source)
     digest = plan_hash(plan)
     out_dir = out_dir.resolve()
     code = workload_code(plan)

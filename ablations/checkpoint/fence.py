@@ -8,6 +8,12 @@ commit and before it leaves its result: once another attempt is accepted (this o
 for lost, yet is alive) it commits nothing more and says so in its log. The campaign reads
 results only from the attempt it accepts, so a write that slipped in between the check and
 the put is never read either: the pointer fences; the check saves the late attempt's work.
+
+With `ABLATE_SIGNING_KEY` the pointer is signed (with the campaign and run it belongs to): one
+that is unsigned, wrongly signed or copied from another run names no attempt, and so fences
+every attempt until the campaign rewrites it. A signed pointer can still be replayed (put
+back as an older copy of itself): the campaign takes a result only from the one attempt that
+has one (`ablations.slots.trust`), so a pointer moved back to an older attempt is refused.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import re
 
 from ablations.checkpoint.store import ObjectTooLarge, Store
 from ablations.errors import InfrastructureError, StoreError
+from ablations.signing import UntrustedObject, sign, signing_key, verify
 
 ACCEPTED = "accepted.json"
 MAX_POINTER_BYTES = 4096
@@ -34,8 +41,10 @@ def _key(campaign_id: str, run_id: str) -> str:
 
 
 def accept(store: Store, campaign_id: str, run_id: str, attempt: str) -> None:
-    """Make `attempt` the one attempt of the run whose commits count (the campaign's side)."""
-    store.put(_key(campaign_id, run_id), json.dumps({"attempt": attempt}).encode())
+    """Make `attempt` the one attempt of the run whose commits count (the campaign's side);
+    signed with `ABLATE_SIGNING_KEY` when it is set."""
+    fields = {"attempt": attempt, "campaign_id": campaign_id, "run_id": run_id}
+    store.put(_key(campaign_id, run_id), json.dumps(sign(fields, signing_key())).encode())
 
 
 def accepted(store: Store, campaign_id: str, run_id: str) -> str | None:
@@ -51,9 +60,17 @@ def accepted(store: Store, campaign_id: str, run_id: str) -> str | None:
             return None
         raise
     try:
-        attempt = json.loads(data)["attempt"]
-    except (ValueError, KeyError, TypeError):
+        fields = json.loads(data)
+        attempt = fields["attempt"]
+        key = signing_key()
+        verify(fields, key, _key(campaign_id, run_id))
+    except (ValueError, KeyError, TypeError, UntrustedObject):
         return None  # not ours to trust: fences every attempt until the campaign rewrites it
+    if key is not None and (fields.get("campaign_id"), fields.get("run_id")) != (
+        campaign_id,
+        run_id,
+    ):
+        return None  # signed, but another run's pointer copied here
     if not isinstance(attempt, str) or not ATTEMPT_ID.fullmatch(attempt):
         return None  # the same: a key-unsafe id names no attempt the campaign submitted
     return attempt

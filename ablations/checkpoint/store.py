@@ -9,14 +9,18 @@ last (see `ablations.checkpoint.commit`).
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import uuid
 from typing import Any, Protocol, runtime_checkable
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 
 from ablations.errors import StoreError
 from ablations.plan.sections import CheckpointSection
+from ablations.signing import UntrustedObject
 
 S3_TIMEOUTS = {"connect_timeout": 5, "read_timeout": 60}
 """Seconds; botocore's defaults (60 s connect) would hang a run on a dead endpoint for
@@ -82,7 +86,12 @@ class FsspecStore:
     def get(self, key: str, limit: int | None = None) -> bytes:
         end = None if limit is None else limit + 1  # one byte more tells "too large"
         try:
-            data = self.fs.cat_file(self._path(key), start=None if end is None else 0, end=end)
+            if isinstance(self.fs, LocalFileSystem):
+                data = _read_without_links(self.root, key, end)
+            else:
+                data = self.fs.cat_file(self._path(key), start=None if end is None else 0, end=end)
+        except UntrustedObject as exc:
+            raise UntrustedObject(f"{self.uri(key)}: {exc}: refused") from None
         except Exception as exc:
             raise StoreError(f"cannot read {self.uri(key)}: {type(exc).__name__}: {exc}") from exc
         if limit is not None and len(data) > limit:
@@ -130,6 +139,43 @@ class FsspecStore:
             raise StoreError(
                 f"checkpoint store {self.url} is not usable (checked before any training): {exc}"
             ) from exc
+
+
+def _read_without_links(root: str, key: str, end: int | None) -> bytes:
+    """The object at `key` under a local store's `root`, read without following a symbolic
+    link anywhere below the root: each folder opened relative to the last with `O_NOFOLLOW`,
+    then the file the same way, so a link planted in a shared `file://` store (an export
+    pointing at a secret of this machine) is refused, and not even between a check and the
+    open. The root itself may be a link: the plan names it. At most `end` bytes are read."""
+    parts = [part for part in key.strip("/").split("/") if part]
+    if not parts or any(part in (".", "..") for part in parts):
+        raise UntrustedObject(f"{key!r} is not a key of this store")
+    flags = os.O_RDONLY | os.O_CLOEXEC
+    folder = os.open(root, flags | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            inner = _open_below(folder, part, flags | os.O_DIRECTORY)
+            os.close(folder)
+            folder = inner
+        # O_NONBLOCK: a FIFO planted as the file must not block the open
+        handle = _open_below(folder, parts[-1], flags | os.O_NONBLOCK)
+    finally:
+        os.close(folder)
+    with os.fdopen(handle, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise UntrustedObject("not a regular file")
+        return file.read(-1 if end is None else end)
+
+
+def _open_below(folder: int, name: str, flags: int) -> int:
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW, dir_fd=folder)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(
+            os.lstat(name, dir_fd=folder).st_mode
+        ):
+            raise UntrustedObject(f"{name} is a symbolic link") from None
+        raise
 
 
 def _conforms(store: FsspecStore) -> Store:  # the typed conformance check: mypy fails here

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from ablations.cli.arguments import add_limit_flags
 from ablations.cli.registry import (
     COMMANDS,
     EXIT_INFRASTRUCTURE,
@@ -21,7 +22,9 @@ from ablations.cli.registry import (
     EXIT_OK,
     command,
 )
+from ablations.credentials import redact
 from ablations.errors import CampaignInterrupted, InfrastructureError, InputError
+from ablations.limits import Limits
 from ablations.plan.io import load_plan
 from ablations.plan.model import Plan, plan_hash
 from ablations.plan.variants import planned_runs, variants
@@ -238,23 +241,44 @@ def build_parser() -> argparse.ArgumentParser:
     # package's entry points, so this command line never imports Prefect or `flows`.
     for extension in entry_points(group="ablate.commands"):
         extension.load()(sub)
+    for name in CAPPED:  # every command that reads a plan takes this process's caps
+        if name in sub.choices:
+            add_limit_flags(sub.choices[name])
     return parser
+
+
+CAPPED = ("validate", "plan", "budget", "probe", "run", "serve", "verify", "report")
+"""The commands that read a plan: each takes `--max-runs` and `--max-steps`."""
+
+
+def _install_limits(args: argparse.Namespace) -> None:
+    """This process's caps: the flags given, else the environment's, else the defaults;
+    installed in the environment so that the processes it starts (slot workers, a served
+    campaign's flow runs) hold the same (`ablations.limits`)."""
+    if getattr(args, "max_runs", None) is None and getattr(args, "max_steps", None) is None:
+        Limits.from_env()  # a bad ABLATE_MAX_RUNS is refused before anything starts
+        return
+    limits = Limits.from_env()
+    Limits(
+        max_runs=args.max_runs or limits.max_runs, max_steps=args.max_steps or limits.max_steps
+    ).install()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _install_limits(args)
         return COMMANDS[args.command](args)
     except InputError as exc:  # the plan, the folder or a value given: the user fixes it
-        print(f"error: {exc}", file=sys.stderr)
+        _error(f"error: {exc}")
         return EXIT_INPUT
     except InfrastructureError as exc:  # the store, the ledger, a worker: not the input
-        print(f"error: {infrastructure_line(exc)}", file=sys.stderr)
+        _error(f"error: {infrastructure_line(exc)}")
         return EXIT_INFRASTRUCTURE
     except OSError as exc:  # the machine, not the input: a full disk, a read-only folder
         if os.environ.get("ABLATE_DEBUG"):
             raise
-        print(f"error: {os_error_line(exc)}", file=sys.stderr)
+        _error(f"error: {os_error_line(exc)}")
         return EXIT_INTERNAL
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -262,11 +286,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the last guard: a user never sees a raw traceback
         if os.environ.get("ABLATE_DEBUG"):
             raise
-        print(
-            f"internal error: {type(exc).__name__}: {exc} (set ABLATE_DEBUG=1 for the traceback)",
-            file=sys.stderr,
+        _error(
+            f"internal error: {type(exc).__name__}: {exc} (set ABLATE_DEBUG=1 for the traceback)"
         )
         return EXIT_INTERNAL
+
+
+def _error(line: str) -> None:
+    """The one line a command that failed ends with, on stderr, with nothing secret in it
+    (`ablations.credentials.redact`: URLs without user info or query, keys masked)."""
+    print(redact(line), file=sys.stderr)
 
 
 def console() -> None:

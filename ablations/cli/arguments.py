@@ -82,6 +82,41 @@ def at_most(kind: Callable[[str], Number], limit: Number) -> Callable[[str], Num
     return parse
 
 
+def add_limit_flags(parser: argparse.ArgumentParser) -> None:
+    """`--max-runs` and `--max-steps`: this process's caps on what a plan may ask for
+    (`ablations.limits`; a plan may only lower them)."""
+    parser.add_argument(
+        "--max-runs",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="the most runs a plan may declare (default: $ABLATE_MAX_RUNS, else 10000; a "
+        "plan's resources.max_runs may only lower it)",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="the most training steps of one run (default: $ABLATE_MAX_STEPS, else 1000000)",
+    )
+
+
+def store_url(text: str) -> str:
+    """An argparse type: a store or endpoint URL to allow (s3://, file:///, http(s)://),
+    without credentials, query or fragment."""
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme not in ("s3", "file", "http", "https") or not rest.strip("/"):
+        raise argparse.ArgumentTypeError(
+            f"not a store URL (s3://BUCKET/PREFIX, file:///PATH, https://HOST): {text[:80]!r}"
+        )
+    if "@" in rest.split("/")[0] or "?" in rest or "#" in rest or "," in text:
+        raise argparse.ArgumentTypeError(
+            "a store URL to allow holds no credentials, query, fragment or comma"
+        )
+    return text
+
+
 def module_name(text: str) -> str:
     """An argparse type: a dotted Python module name (`mypkg.train`), nothing else."""
     if not _MODULE.fullmatch(text) or len(text) > 200:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ablations.cli.arguments import finite_non_negative
-from ablations.cli.registry import EXIT_OK, command
+from ablations.cli.registry import EXIT_INPUT, EXIT_OK, command
 
 
 def add_folder_parsers(sub: Any) -> None:
@@ -37,4 +37,6 @@ def report_cli(args: argparse.Namespace) -> int:
 def verify_cli(args: argparse.Namespace) -> int:
     from ablations.verify.folder import verify_command
 
-    return verify_command(args)
+    # A folder with problems exits 2, each named on its line: the folder is the input (1
+    # stays the code of an internal error or a store that failed).
+    return EXIT_OK if verify_command(args) else EXIT_INPUT

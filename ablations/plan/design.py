@@ -34,7 +34,7 @@ class SequentialSeeds(Section):
     max: PositiveInt = Field(le=10_000)
     """Seeds per variant at most: an open variant at the last look ends `inconclusive`,
     naming the seeds it would need."""
-    looks: list[PositiveInt] | None = None
+    looks: list[PositiveInt] | None = Field(default=None, min_length=1)
     """Cumulative seeds per variant at each look, increasing, from `start` to `max` (e.g.
     [3, 5, 8, 12]). Default: `start`, then about 1.5x more each look, ending at `max`."""
     first: int = Field(default=0, ge=0, lt=2**32)

@@ -14,6 +14,7 @@ import yaml
 
 from ablations.errors import PlanError, Problem
 from ablations.plan.model import Plan, parse_plan
+from ablations.plan.variants import require_caps
 
 MAX_PLAN_BYTES = 1 << 20
 """A plan is a page of YAML; a megabyte is already absurd and keeps parsing instant."""
@@ -125,7 +126,7 @@ def parse_yaml(text: str, source: str | None = None) -> Any:
         loader = _PlanLoader(text)
         root = loader.get_single_node()
     except yaml.YAMLError as exc:
-        raise PlanError([Problem("", f"not valid YAML: {exc}", show_value=False)], source) from exc
+        raise PlanError([Problem("", _yaml_error(exc), show_value=False)], source) from exc
     try:
         if root is None:
             return None
@@ -158,11 +159,31 @@ def parse_yaml(text: str, source: str | None = None) -> Any:
         try:  # the composed document is constructed as is: the text is parsed once
             return loader.construct_document(root)
         except yaml.YAMLError as exc:
-            raise PlanError(
-                [Problem("", f"not valid YAML: {exc}", show_value=False)], source
-            ) from exc
+            raise PlanError([Problem("", _yaml_error(exc), show_value=False)], source) from exc
     finally:
         loader.dispose()
+
+
+def _yaml_error(exc: yaml.YAMLError) -> str:
+    """What the parser found wrong and where, without the line it quotes: a file that is
+    not a plan (a private note) must not be echoed back piece by piece."""
+    problem = getattr(exc, "problem", None) or type(exc).__name__
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = problem if len(problem) <= 80 else f"{problem[:77]}..."
+    return f"not valid YAML{where}: {problem}"
+
+
+def plan_from_text(text: str, source: str | None = None) -> Plan:
+    """The plan in a file's (or a pasted) text, within this process's caps: `PlanError`
+    naming what is wrong (for a text that is no plan at all only its size, `parse_plan`;
+    for a plan over a cap the count, found arithmetically: `require_caps`)."""
+    plan = parse_plan(parse_yaml(text, source), source, size=len(text.encode("utf-8", "replace")))
+    try:
+        require_caps(plan)
+    except PlanError as exc:
+        raise PlanError(exc.problems, source) from None
+    return plan
 
 
 def _expanded_size(
@@ -257,7 +278,7 @@ def load_plan(path: str | Path, *, workload: WorkloadCheck = "import") -> Plan:
     finished folder read on a machine without the workload)."""
     path = Path(path)
     source = str(path)
-    plan = parse_plan(parse_yaml(read_plan_text(path), source), source)
+    plan = plan_from_text(read_plan_text(path), source)
     if workload != "skip":  # a plan to run (not a registered one read back)
         problems = plan.pilot_problems()
         problems += workload_problems(plan.workload.named_imports, import_them=workload == "import")

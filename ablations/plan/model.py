@@ -260,19 +260,42 @@ def plan_hash(plan: Plan) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def parse_plan(data: Any, source: str | None = None) -> Plan:
-    """Validate plain data (from YAML or JSON) into a `Plan`, raising one `PlanError`."""
+PLAN_KEYS = ("campaign", "factors", "seeds", "metric")
+"""The keys every plan has: a mapping with none of them is some other file, not a plan."""
+
+
+def parse_plan(data: Any, source: str | None = None, *, size: int | None = None) -> Plan:
+    """Validate plain data (from YAML or JSON) into a `Plan`, raising one `PlanError`.
+
+    Data that is not a plan at all (text, a list, a mapping with none of a plan's keys: a
+    private note given by mistake) is said to be so, with its size (`size` bytes, when the
+    caller read it), and none of its content is quoted: the error line may reach a terminal,
+    a flow run's state message and a notification."""
     if data is None:
         raise PlanError([Problem("", "the plan is empty", show_value=False)], source)
     if not isinstance(data, dict):
-        raise PlanError(
-            [Problem("", f"the top level must be a mapping, not {type(data).__name__}", data)],
-            source,
+        what = _kind_of(data) + ("" if size is None else f", {size} bytes")
+        message = f"not a YAML mapping ({what}): not a plan"
+        raise PlanError([Problem("", message, show_value=False)], source)
+    if not any(key in data for key in PLAN_KEYS):
+        message = (
+            f"a YAML mapping{'' if size is None else f' of {size} bytes'} with none of a "
+            f"plan's keys ({', '.join(PLAN_KEYS)}): not a plan"
         )
+        raise PlanError([Problem("", message, show_value=False)], source)
     try:
         return Plan.model_validate(data)
     except ValidationError as exc:
         raise PlanError(problems_from(exc), source) from exc
+
+
+def _kind_of(data: object) -> str:
+    """What top-level YAML data is, in words (never its content)."""
+    if isinstance(data, str):
+        return "text"
+    if isinstance(data, list):
+        return f"a list of {len(data)} items"
+    return f"a {type(data).__name__} value"
 
 
 def problems_from(exc: ValidationError) -> list[Problem]:

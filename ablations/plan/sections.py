@@ -595,9 +595,10 @@ class ResourcesSection(Section):
     max_slots_per_device: PositiveInt = 4
     """The most runs `slots_per_device: auto` ever places on one device."""
     # exclude: a safety cap, not the experiment: it stays out of the plan hash (and run ids)
-    max_runs: PositiveInt = Field(default=100_000, exclude=True)
-    """The most runs (variants x seeds) the plan may declare: a few kilobytes of YAML can
-    declare millions, each a record, a ledger trial and a row. Raise it if you mean it."""
+    max_runs: PositiveInt | None = Field(default=None, exclude=True)
+    """Lowers the most runs (variants x seeds) the plan may declare below the cap of the
+    process that runs it (`--max-runs`, `ABLATE_MAX_RUNS`, default 10 000): a plan may only
+    lower it, never raise it. A few kilobytes of YAML can declare millions of runs."""
 
     @field_validator("devices", mode="before")
     @classmethod

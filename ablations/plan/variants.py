@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ablations.errors import PlanError, Problem
+from ablations.limits import MAX_RUNS_ENV, MAX_STEPS_ENV, process_limits
 from ablations.plan.sections import Category, ParamValue, shown
 
 if TYPE_CHECKING:
@@ -192,25 +193,46 @@ class _ParamsJson:
         return "{" + ",".join(pieces) + "}"
 
 
-def require_run_cap(plan: Plan, variant_count: int) -> None:
-    """`PlanError` when the plan declares more main runs than `resources.max_runs`, counted
-    before a single run is built (a few kilobytes of YAML can declare millions)."""
+def require_caps(plan: Plan, variant_count: int | None = None) -> None:
+    """`PlanError` when the plan asks for more than this process allows (`ablations.limits`):
+    more runs than the cap (the process's, or the plan's own `resources.max_runs` when
+    lower), counted arithmetically before a single run is built (a few kilobytes of YAML can
+    declare millions); or runs longer than the steps cap."""
+    limits = process_limits()
+    problems: list[Problem] = []
+    if variant_count is None:
+        variant_count = len(variant_names(plan))
     seeds = plan.look_sizes[-1]  # a sequential design registers every seed up to its max
     count = variant_count * seeds
-    cap = plan.resources.max_runs
-    if count > cap:
+    own = plan.resources.max_runs
+    if own is not None and own < limits.max_runs and count > own:
         message = (
-            f"the plan declares {count} runs ({variant_count} variants x {seeds} "
-            f"seeds), above resources.max_runs ({cap}); raise it if you mean it"
+            f"the plan declares {count} runs ({variant_count} variants x {seeds} seeds), "
+            f"above its own resources.max_runs ({own})"
         )
-        raise PlanError([Problem("resources.max_runs", message, show_value=False)])
+        problems.append(Problem("resources.max_runs", message, show_value=False))
+    elif count > limits.max_runs:
+        message = (
+            f"the plan declares {count} runs ({variant_count} variants x {seeds} seeds), "
+            f"above the {limits.max_runs} runs this process allows (its operator sets the cap "
+            f"with --max-runs or {MAX_RUNS_ENV}; a plan's resources.max_runs may only lower it)"
+        )
+        problems.append(Problem("seeds", message, show_value=False))
+    if plan.workload.steps > limits.max_steps:
+        message = (
+            f"{plan.workload.steps} steps per run, above the {limits.max_steps} this process "
+            f"allows (--max-steps or {MAX_STEPS_ENV})"
+        )
+        problems.append(Problem("workload.steps", message, show_value=False))
+    if problems:
+        raise PlanError(problems)
 
 
 def planned_runs(plan: Plan, plan_hash: str) -> list[PlannedRun]:
     """Every registered run: the pilot's first, then the main phase (every variant x seed).
     Built at each call: a campaign builds its runs once (`Campaign.load`) and passes them on."""
     all_variants = variants(plan)
-    require_run_cap(plan, len(all_variants))
+    require_caps(plan, len(all_variants))
     pilot_names = set(
         plan.pilot.variants or [v.name for v in all_variants if v.category == "essential"]
     )

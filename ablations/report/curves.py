@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import csv
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from pydantic import BaseModel, ConfigDict
 
 from ablations.plan.sections import MetricSection
@@ -34,6 +38,12 @@ TRAINED_THROUGH = ("accepted", "rejected")
 PANEL_WIDTH, PANEL_HEIGHT = 3.1, 2.2  # inches per small multiple: 5 variants fit 1440 px
 MAX_COLUMNS = 5
 """Variants per row of panels; more wrap onto further rows (one row of three plots each)."""
+TITLE_CHARS_PER_INCH = 13
+"""Characters of the small title per inch of figure (about 15 fit: a margin for wide ones)."""
+TITLE_LINE_INCHES = 0.2
+KEY_INCHES = 2.4
+"""Width of one entry of the key (the longest label at x-small)."""
+KEY_ROW_INCHES = 0.2
 
 
 class RunCurve(BaseModel):
@@ -216,6 +226,27 @@ def _differences(ax: Axes, groups: dict[str, list[RunCurve]], variant: str, u: f
     ax.plot(xs, np.nanmean(grid, axis=0), marker=".", color=VARIANT_COLOR, linestyle="none")
 
 
+def _seeds(groups: dict[str, list[RunCurve]], name: str) -> str:
+    """How many seeds trained through in a column: the variant's and the control's."""
+    mine = sum(c.status in TRAINED_THROUGH for c in groups.get(name, []))
+    control = sum(c.status in TRAINED_THROUGH for c in groups.get(CONTROL, []))
+    return f"n={mine}" if name == CONTROL else f"n={mine}, {CONTROL} n={control}"
+
+
+def _key(metric: MetricSection) -> list[tuple[Artist, str]]:
+    """What the marks mean, once for the whole grid (above it, outside every panel)."""
+    return [
+        (Line2D([], [], color=CONTROL_COLOR, linewidth=1.4), f"{CONTROL}: mean over seeds"),
+        (Line2D([], [], color=VARIANT_COLOR, linewidth=1.4), "variant: mean over seeds"),
+        (Patch(color=VARIANT_COLOR, alpha=0.2), "min-max over seeds"),
+        (
+            Line2D([], [], color="0.4", linestyle="--", marker="x", markeredgecolor="tab:red"),
+            "stopped or failed run, x at its rule",
+        ),
+        (Patch(color="0.9"), f"useful effect ±{metric.useful_effect:g} (bottom row)"),
+    ]
+
+
 def curves_figure(curves: Sequence[RunCurve], metric: MetricSection) -> Figure | None:
     """Small multiples, one column per variant (the control alone when it is the only one):
     loss, metric and paired difference rows with shared axes per row."""
@@ -227,7 +258,9 @@ def curves_figure(curves: Sequence[RunCurve], metric: MetricSection) -> Figure |
     names = [v for v in groups if v != CONTROL] or [CONTROL]
     columns = min(MAX_COLUMNS, len(names))
     blocks = math.ceil(len(names) / columns)
-    figure = Figure(figsize=(PANEL_WIDTH * columns + 0.8, PANEL_HEIGHT * 3 * blocks + 0.9))
+    key_rows = math.ceil(5 / max(1, int((PANEL_WIDTH * columns + 0.8) / KEY_INCHES)))
+    extra = TITLE_LINE_INCHES * 2 + KEY_ROW_INCHES * key_rows  # the title and the key above
+    figure = Figure(figsize=(PANEL_WIDTH * columns + 0.8, PANEL_HEIGHT * 3 * blocks + 0.5 + extra))
     # Shared axes per row: the panels compare at a glance (same steps, same scale).
     axes = figure.subplots(3 * blocks, columns, sharex=True, sharey="row", squeeze=False)
     finite = [y for c in curves for y in c.losses if math.isfinite(y)]
@@ -241,9 +274,8 @@ def curves_figure(curves: Sequence[RunCurve], metric: MetricSection) -> Figure |
         loss.set_title(name, fontsize="medium")
         if positive:
             loss.set_yscale("log")
-        if loss.get_legend_handles_labels()[0]:
-            loss.legend(fontsize="x-small", loc="upper right", frameon=False)
-        diff.set_xlabel("step")
+        # The seed counts under the column, the key above the grid: no legend over a curve.
+        diff.set_xlabel(f"step ({_seeds(groups, name)})", fontsize="small")
     for i in range(len(names), blocks * columns):  # the last row's empty places
         for r in range(3):
             axes[3 * (i // columns) + r][i % columns].set_visible(False)
@@ -251,15 +283,31 @@ def curves_figure(curves: Sequence[RunCurve], metric: MetricSection) -> Figure |
         axes[row][0].set_ylabel(
             ("training loss", metric.name, f"{metric.name} diff")[row % 3], fontsize="small"
         )
-    figure.suptitle(
-        f"Mean over seeds (line), min-max over seeds (band); grey: {CONTROL}; dashed, x: a "
-        f"stopped or failed run and its rule. Bottom: variant - {CONTROL} paired by seed, "
-        f"shaded ±{metric.useful_effect:g} (useful effect).",
-        fontsize="small",
+    height, width = figure.get_figheight(), figure.get_figwidth()
+    # The title wrapped to the figure's width (one long line was cut off on both sides at
+    # three variants), then the key in as many rows as the width holds.
+    title = textwrap.wrap(
+        f"Learning curves: training loss, {metric.name}, and variant - {CONTROL} paired by "
+        "seed at each evaluation",
+        width=max(30, int(width * TITLE_CHARS_PER_INCH)),
+    )
+    figure.suptitle("\n".join(title), fontsize="small", y=1 - 0.08 / height, va="top")
+    key = _key(metric)
+    per_row = max(1, min(len(key), int(width / KEY_INCHES)))
+    key_rows = math.ceil(len(key) / per_row)
+    title_inches = 0.08 + TITLE_LINE_INCHES * len(title)
+    figure.legend(
+        [handle for handle, _ in key],
+        [label for _, label in key],
+        loc="upper center",
+        bbox_to_anchor=(0.5, 1 - title_inches / height),
+        ncol=per_row,
+        fontsize="x-small",
+        frameon=False,
     )
     # Fixed margins, not tight_layout: the layout pass draws the whole grid once more (about
     # a second at 5 variants), and these panels never carry long tick labels.
-    top = 1 - 0.55 / figure.get_figheight()
+    top = 1 - (title_inches + KEY_ROW_INCHES * key_rows + 0.3) / height
     bottom = 0.45 / figure.get_figheight()
     left = 0.85 / figure.get_figwidth()  # room for a log axis' tick labels and the row's name
     figure.subplots_adjust(left=left, right=0.99, top=top, bottom=bottom, wspace=0.08, hspace=0.14)

@@ -28,6 +28,14 @@ def inline(text: str) -> str:
     return "".join(out)
 
 
+def plain(text: str) -> str:
+    """Inline markdown as plain text: **bold** and `code` without their marks, a cell's `\\|`
+    a pipe. For what is read where markdown is not rendered (a notification, a state
+    message): `Adopt depth=1`, not `Adopt **depth=1**`."""
+    text = re.sub(r"\*\*(.+?)\*\*", r"\1", text.replace("\\|", "|"))
+    return re.sub(r"`([^`]*)`", r"\1", text)
+
+
 def slug(text: str) -> str:
     """A heading's anchor: lowercase words joined by dashes."""
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")

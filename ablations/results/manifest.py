@@ -174,6 +174,8 @@ class ManifestRun(_RowFields):
         data: dict[str, Any] = handler(self)
         if self.status in ("pending", "unneeded"):
             return {k: v for k, v in data.items() if k in PENDING_KEYS}
+        if not data.get("export_sha256"):  # a run on this machine's slots: as it always was
+            data.pop("export_sha256", None)
         return data
 
     @property

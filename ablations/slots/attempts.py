@@ -23,6 +23,7 @@ result and outputs, so nothing of the late attempt reaches the output folder. No
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -34,8 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from ablations.checkpoint import fence
-from ablations.entries import require_allowed_entry
+from ablations.entries import require_allowed_entry, require_allowed_store
 from ablations.errors import InputError, StoreError
+from ablations.limits import MAX_STEPS_ENV, process_limits
 from ablations.plan.sections import CheckpointSection
 from ablations.progress import say
 from ablations.records import RunRecord, RunSpec
@@ -140,6 +142,12 @@ def run_on_host(
     committed; `SupersededAttempt` (and a line in this attempt's log) when the campaign had
     declared this attempt lost and accepted another meanwhile: nothing of it is committed."""
     host = HostSlots.from_env()
+    limits = process_limits()  # the host's own caps (ABLATE_MAX_STEPS), never the spec's
+    if spec.steps > limits.max_steps:
+        raise InputError(
+            f"run {spec.run_id}: {spec.steps} steps, above the {limits.max_steps} this host "
+            f"allows ({MAX_STEPS_ENV} in its worker's environment): refused before it runs"
+        )
     if host.allowed_entries is not None:  # the API reaches this host: refused before import
         named = [spec.workload]
         if spec.lightning is not None:
@@ -148,6 +156,9 @@ def run_on_host(
             named.append(spec.hf_trainer)
         for entry in named:
             require_allowed_entry(entry, host.allowed_entries)
+    if host.allowed_stores is not None and spec.checkpoint is not None:  # before it is opened
+        section = spec.checkpoint
+        require_allowed_store(section.store, section.endpoint_url, (), host.allowed_stores)
     store = attempt_store(spec)
     with _heartbeat(store, spec, attempt, host.host), host.lease() as slot:
         if kind == "preflight":
@@ -203,6 +214,9 @@ def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int]
 
 
 def _run_and_upload(slot: SlotSpec, store: FsspecStore, spec: RunSpec) -> str:
+    """Run, upload the exported files, and return the record with each file's sha256 in it
+    (`export_sha256`): the result is sealed (signed) with them, so an export swapped in the
+    store afterwards is refused by the campaign."""
     if spec.out_dir is None:
         return _on_slot(slot, "run", spec, None)
     assert spec.attempt is not None
@@ -210,10 +224,12 @@ def _run_and_upload(slot: SlotSpec, store: FsspecStore, spec: RunSpec) -> str:
         reply = _on_slot(slot, "run", spec.model_copy(update={"out_dir": str(local)}), None)
         record = RunRecord.model_validate_json(reply)
         _require_accepted(store, spec, spec.attempt)  # a superseded attempt uploads nothing
+        hashes: dict[str, str] = {}
         for relative in record.artifacts.values():
             data = (Path(local) / relative).read_bytes()
+            hashes[relative] = hashlib.sha256(data).hexdigest()
             store.put(f"{attempt_prefix(spec, spec.attempt)}/{OUTPUTS}/{relative}", data)
-    return reply
+    return record.model_copy(update={"export_sha256": hashes}).model_dump_json()
 
 
 # -- read by the campaign ------------------------------------------------------------------
@@ -229,6 +245,17 @@ class Attempted(NamedTuple):
     """The attempt whose result it is: its outputs are read from its folder only."""
     problem: str
     """Why no result came back (empty with a result)."""
+
+
+def attempts_with_results(store: FsspecStore, spec: RunSpec) -> list[str]:
+    """Every attempt of the run that left a result envelope in the store."""
+    base = f"{spec.campaign_id}/{spec.run_id}/attempts"
+    found = []
+    for key in store.keys(base):
+        attempt, _, rest = key.removeprefix(f"{base}/").partition("/")
+        if rest == RESULT:
+            found.append(attempt)
+    return found
 
 
 def accepted_result(store: FsspecStore, spec: RunSpec) -> Attempted | None:

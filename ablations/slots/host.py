@@ -13,6 +13,9 @@ in `HostSlots.from_env`:
     ABLATE_SLOT_DIR   where the lock files live (default: <tmp>/ablate-slots)
     ABLATE_ALLOW_ENTRY  workload modules runs may import besides the built-in ones, comma
                       separated (unset: any; set, even empty: only those, see `ablations.entries`)
+    ABLATE_ALLOW_STORE  checkpoint stores (and S3 endpoints) runs may use, comma separated
+                      (unset: any; set, even empty: only those)
+    ABLATE_MAX_STEPS  the most steps of one run this host trains (`ablations.limits`)
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class HostSlots:
     lock_dir: Path
     allowed_entries: tuple[str, ...] | None = None
     """Workload modules this host's runs may import besides the built-ins (None: any)."""
+    allowed_stores: tuple[str, ...] | None = None
+    """Store URLs (and S3 endpoints) this host's runs may use (None: any)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> HostSlots:
@@ -53,11 +58,13 @@ class HostSlots:
         host = env.get("ABLATE_HOST") or socket.gethostname()
         lock_dir = env.get("ABLATE_SLOT_DIR") or str(Path(tempfile.gettempdir()) / "ablate-slots")
         allowed = env.get("ABLATE_ALLOW_ENTRY")
+        stores = env.get("ABLATE_ALLOW_STORE")
         return cls(
             host=host,
             slots=plan_slots(ResourcesSection(), devices),
             lock_dir=Path(lock_dir),
             allowed_entries=None if allowed is None else tuple(e for e in allowed.split(",") if e),
+            allowed_stores=None if stores is None else tuple(s for s in stores.split(",") if s),
         )
 
     def lock_path(self, slot: SlotSpec) -> Path:

@@ -9,6 +9,12 @@ back is untrusted input:
   the attempt is a failure with that reason;
 - a run record must name the run it answers, and its artifacts' names are rebuilt from the
   run id (never taken from the record), so nothing lands outside the folder;
+- the record carries the sha256 of every file it exports (`export_sha256`, inside the signed
+  envelope): an export whose bytes differ is refused (`checked_export`), and a store read
+  never follows a symbolic link (`ablations.checkpoint.store`);
+- the accepted pointer names the attempt whose result is taken, and only when that attempt
+  is the one that left a result (`require_sole_result`): a pointer put back to an older
+  attempt (even a genuinely signed one) is refused, and the run gets a fresh attempt;
 - every object is read with a size cap;
 - a heartbeat keeps an attempt alive only while its checkpoints advance: a beat with no new
   committed step for `progress_timeout_s` is a lost attempt (`Liveness`).
@@ -18,6 +24,7 @@ No Prefect here.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -115,6 +122,33 @@ def checked_record(result: str, spec: RunSpec, name: str) -> RunRecord:
     if wrong:
         raise UntrustedObject(f"{name}: a record of another run: {'; '.join(wrong)}: refused")
     return record
+
+
+def checked_export(record: RunRecord, relative: str, data: bytes, name: str) -> None:
+    """`UntrustedObject` unless `data` (an export read from the store) is the file the
+    result's record hashed under `relative`."""
+    expected = record.export_sha256.get(relative)
+    if expected is None:
+        raise UntrustedObject(f"{name}: the result names no sha256 for {relative}: refused")
+    got = hashlib.sha256(data).hexdigest()
+    if got != expected:
+        raise UntrustedObject(
+            f"{name}: {relative} has sha256 {got[:12]}..., the result says {expected[:12]}...: "
+            "refused"
+        )
+
+
+def require_sole_result(attempts: list[str], accepted: str, name: str) -> None:
+    """`UntrustedObject` unless `accepted` is the only attempt of the run that left a result
+    (`attempts`: every attempt with one). Only the accepted attempt commits, so another
+    attempt's result means the pointer was moved back to it, or two attempts raced: which
+    result is the run's cannot be known, and a fresh attempt decides."""
+    others = sorted(set(attempts) - {accepted})
+    if others:
+        raise UntrustedObject(
+            f"{name}: the accepted pointer names attempt {accepted}, but attempt(s) "
+            f"{', '.join(others)} left a result too (a pointer moved back, or a race): refused"
+        )
 
 
 def checked_preflight(result: str, name: str) -> PreflightReport:

@@ -8,8 +8,11 @@ What holds when there is no problem:
   gate, budget, runs, files) and plan.yaml is the registered plan (same hash);
 - every registered run has a row; every finished run has its completion record
   (`records/<run_id>.json`, read first) and the record agrees with its row;
+- every look of looks.json and the manifest is the look the campaign's own code judges again
+  from the records (verdicts, intervals, alpha, looks: `ablations.verify.looks`);
 - every file the manifest names is present, non-empty, of the recorded size and sha256, and
-  parses or loads (CSV with pandas, weights with `torch.load(weights_only=True)`, ...);
+  parses or loads (CSV with pandas, weights with `torch.load(weights_only=True)`, ...); a
+  pool run's exports are the files its host's signed result hashed (`export_sha256`);
 - runs.csv and the ledger agree with the manifest; each checkpoint URI names the run's own
   step folder and, in a `file://` or `s3://` store, verifies and loads weights-only;
 - every accepted run's final model re-evaluates to its recorded metric within the tolerance;
@@ -59,7 +62,10 @@ REQUIRED = (
     *("budget", "runs", "files"),
 )
 REQUIRED_FILES = (PLAN, RUNS_CSV, REPORT, RELOAD)
-RECORD_FIELDS = ("status", "stop", "error", "steps_done", "metrics", "device", "started_at")
+RECORD_FIELDS = (
+    *("status", "stop", "error", "steps_done", "metrics", "device", "started_at"),
+    "export_sha256",
+)
 
 
 @dataclass
@@ -94,8 +100,15 @@ def verify_folder(
     plan, plan_hash = _registered_plan(out_dir, manifest, found)
     rows = _rows(manifest, found)
     found.runs = len(rows)
-    if plan is not None:
-        _check_registered(plan, plan_hash, manifest, rows, found)
+    # An edited plan.yaml registers other runs (a run's id hashes the plan): the runs, their
+    # checkpoints and models are checked against the registered plan only (the edit itself is
+    # a problem already, naming plan.yaml).
+    registered = plan if plan is not None and plan_hash == manifest.plan_hash else None
+    if registered is not None:
+        _check_registered(registered, plan_hash, manifest, rows, found)
+        from ablations.verify.looks import check_looks
+
+        add(check_looks(out_dir, registered, plan_hash, manifest))
     _check_records(out_dir, rows, found)
     from ablations.byo import KEPT_MODEL, adapter_field, external_entry
 
@@ -110,11 +123,16 @@ def verify_folder(
     from ablations.verify.reload import check_checkpoint, check_ledger, reevaluate
 
     add(check_ledger(out_dir, manifest, manifest.ledger_file or LEDGER))
-    if plan is not None:
+    if registered is not None:
         stores: dict[str, object] | None = {} if check_store else None
         for row in rows.values():
             problems, note = check_checkpoint(
-                row, plan, str(manifest.campaign_id), plan_hash, stores=stores, out_dir=out_dir
+                row,
+                registered,
+                str(manifest.campaign_id),
+                plan_hash,
+                stores=stores,
+                out_dir=out_dir,
             )
             add(problems)
             record = row.record()
@@ -122,7 +140,7 @@ def verify_folder(
             if note and note not in found.notes:
                 found.notes.append(note)
         tolerances = {"cpu": tolerance, "other": max(tolerance, cross_device_tolerance)}
-        add(reevaluate(out_dir, models, plan, tolerances))
+        add(reevaluate(out_dir, models, registered, tolerances))
         found.models = len(models)
     if not check_store:
         found.notes.append("checkpoint stores not opened (--skip-store)")
@@ -147,15 +165,15 @@ def _registration(out_dir: Path) -> Registration | None:
 
 def _registered_plan(out_dir: Path, manifest: Manifest, found: Verification) -> Any:
     """(plan, its hash) from plan.yaml, checked against the manifest and the registration."""
-    from ablations.plan.io import parse_yaml
-    from ablations.plan.model import parse_plan, plan_hash
+    from ablations.plan.io import plan_from_text
+    from ablations.plan.model import plan_hash
 
     path = out_dir / PLAN
     if not path.is_file():
         found.problems.append(FolderProblem(PLAN, "missing: the registered plan is needed"))
         return None, str(manifest.plan_hash)
     try:
-        plan = parse_plan(parse_yaml(path.read_text(encoding="utf-8"), PLAN), PLAN)
+        plan = plan_from_text(path.read_text(encoding="utf-8"), PLAN)
     except (AblationError, OSError, UnicodeDecodeError) as exc:
         first = str(exc).splitlines()[0]
         found.problems.append(FolderProblem(PLAN, f"is not a valid plan: {first}"))
@@ -250,9 +268,14 @@ def _check_unneeded(
     for run_id in sorted(expected - marked):
         found.problems.append(
             FolderProblem(
-                MANIFEST, f"run {run_id} is {rows[run_id].status}; the looks never needed it"
+                MANIFEST, f"run {run_id} is {_status(rows, run_id)}; the looks never needed it"
             )
         )
+
+
+def _status(rows: dict[str, ManifestRun], run_id: str) -> str:
+    row = rows.get(run_id)
+    return row.status if row is not None else "without a row"
 
 
 def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verification) -> None:
@@ -331,9 +354,21 @@ def _check_artifacts(
             )
             continue
         model = None
+        record = row.record()
+        signed = record.export_sha256 if record is not None else {}
         for entry in row.artifact_entries:
             named.add(entry.path)
             trouble = check_entry(out_dir, entry, f"run {run_id}")
+            if entry.kind != "record" and signed and signed.get(entry.path) != entry.sha256:
+                # a pool host's file: the folder's copy must be the one its signed result hashed
+                given = str(signed.get(entry.path))[:12]
+                trouble.append(
+                    FolderProblem(
+                        entry.path,
+                        f"sha256 {str(entry.sha256)[:12]}... is not the {given}... the run's "
+                        "signed result gives it",
+                    )
+                )
             problems.extend(trouble)
             found.files += 1
             if entry.kind == "model" and not trouble:
@@ -393,26 +428,28 @@ def _check_runs_csv(out_dir: Path, rows: dict[str, ManifestRun], found: Verifica
             )
 
 
-def verify_command(args: argparse.Namespace) -> int:
-    """CLI handler: problems one per line on stdout, exit 1; a summary and exit 0 when none."""
+def verify_command(args: argparse.Namespace) -> bool:
+    """CLI handler: problems one per line on stdout (False), or a summary (True)."""
     found = verify_folder(
         args.out_dir,
         tolerance=args.tolerance,
         cross_device_tolerance=max(args.tolerance, CROSS_DEVICE_TOLERANCE),
         check_store=not args.skip_store,
     )
+    from ablations.credentials import redact
+
     for note in found.notes:
-        print(f"note: {note}", file=sys.stderr)
+        print(redact(f"note: {note}"), file=sys.stderr)
     if found.problems:
-        for problem in found.problems:
-            print(problem)
+        for problem in found.problems:  # a problem may quote what it found (a URI, a value)
+            print(redact(str(problem)))
         print(
             f"ablate verify: {len(found.problems)} problem(s) in {found.out_dir}", file=sys.stderr
         )
-        return 1
+        return False
     print(
         f"{found.out_dir}: verified {found.runs} runs, {found.files} files, "
         f"{found.checkpoints} checkpoint URIs; {found.models} final models re-evaluated on "
         f"the {REEVALUATION_DEVICE} within {args.tolerance:g}"
     )
-    return 0
+    return True

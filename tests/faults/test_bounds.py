@@ -41,8 +41,9 @@ def _bomb(levels: int = 7) -> str:
                  "https://s3.example.com#token"),
             "checkpoint.endpoint_url", "fragment",
         ),
-        (_set(DEMO, "resources.max_runs", 3), "resources.max_runs", "above resources.max_runs"),
-        (_set(DEMO, "seeds", list(range(60_000))), "resources.max_runs", "120000 runs" ),
+        (_set(DEMO, "resources.max_runs", 3), "resources.max_runs", "above its own resources"),
+        (_set(DEMO, "seeds", list(range(60_000))), "seeds", "120000 runs" ),
+        (_set(DEMO, "workload.steps", 10**12), "workload.steps", "above the 1000000 this"),
     ],
 )  # fmt: skip
 def test_plans_beyond_the_bounds_are_refused(
@@ -59,11 +60,29 @@ def test_plans_beyond_the_bounds_are_refused(
     assert says in captured.err
 
 
-def test_a_raised_run_cap_lets_a_large_plan_through(tmp_path: Path) -> None:
-    content = _set(DEMO, "resources.max_runs", 1_000_000)
+def test_only_the_process_raises_its_cap_a_plan_only_lowers_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """20 000 runs: over the default cap of 10 000. `resources.max_runs: 1e12` in the plan
+    changes nothing, and validate never says "valid" first; the operator's --max-runs (or
+    ABLATE_MAX_RUNS) lets it through."""
+    monkeypatch.setenv("ABLATE_MAX_RUNS", "10000")  # undone after: --max-runs installs its own
+    content = _set(_set(DEMO, "seeds", list(range(10_000))), "resources.max_runs", 10**12)
+    content = _set(content, "factors", {"width": DEMO["factors"]["width"]})
+    content["factors"]["width"]["levels"] = content["factors"]["width"]["levels"][:1]
     plan = tmp_path / "plan.yaml"
     plan.write_text(yaml.safe_dump(content))
+    assert main(["validate", str(plan)]) == 2
+    out, err = capsys.readouterr()
+    assert "valid" not in out and "20000 runs" in err and "above the 10000 runs" in err
+    assert main(["validate", str(plan), "--max-runs", "20000"]) == 0
+    assert capsys.readouterr().out.startswith(f"{plan}: valid")
+    monkeypatch.setenv("ABLATE_MAX_RUNS", "20000")
     assert main(["validate", str(plan)]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("ABLATE_MAX_RUNS", "lots")
+    assert main(["validate", str(plan)]) == 2
+    assert "ABLATE_MAX_RUNS: expected a whole number >= 1, got 'lots'" in capsys.readouterr().err
 
 
 def test_the_run_name_of_an_alias_bomb_is_computed_bounded() -> None:
@@ -90,8 +109,8 @@ def test_a_plan_error_never_echoes_more_than_a_short_value(
     plan.write_text(secret + "\n")
     assert main(["validate", str(plan)]) == 2
     err = capsys.readouterr().err
-    assert "top level must be a mapping" in err and "characters)" in err
-    assert secret[:60] in err and secret[200:260] not in err and len(err) < 600
+    assert f"not a YAML mapping (text, {len(secret) + 1} bytes): not a plan" in err
+    assert "PRIVATE KEY" not in err and "b3BlbnNz" not in err and len(err) < 300
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,9 @@ campaign does (`PoolExecutor.run`), on a `file://` store and on a real S3 protoc
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,11 +42,17 @@ def _spec(section: CheckpointSection, out: Path) -> RunSpec:
     )  # fmt: skip
 
 
+STEPS_CSV = b"step,loss\n"
+
+
 def _record(**changes: Any) -> dict[str, Any]:
+    """The record a host leaves, its export hashed in it (`export_sha256`)."""
+    steps = artifact_names(RUN_ID)["steps"]
     record = {
         "run_id": RUN_ID, "variant": "control", "seed": 0, "category": "essential",
         "phase": "main", "status": "accepted", "metrics": {"accuracy": 1.0}, "steps_done": 10,
-        "artifacts": {"steps": artifact_names(RUN_ID)["steps"]},
+        "artifacts": {"steps": steps},
+        "export_sha256": {steps: hashlib.sha256(STEPS_CSV).hexdigest()},
     }  # fmt: skip
     return {**record, **changes}
 
@@ -85,9 +93,7 @@ def plant(spec: RunSpec) -> Plant:
             envelope = seal(spec, "run", attempt, json.dumps(record or _record()))
         store.put(result_key(spec, attempt), envelope)
         outputs = f"{attempt_prefix(spec, attempt)}/outputs"
-        for relative, data in (
-            artifacts or {artifact_names(RUN_ID)["steps"]: b"step,loss\n"}
-        ).items():
+        for relative, data in (artifacts or {artifact_names(RUN_ID)["steps"]: STEPS_CSV}).items():
             store.put(f"{outputs}/{relative}", data)
 
     return write
@@ -171,15 +177,22 @@ def test_an_oversized_result_is_never_read_whole(spec: RunSpec, plant: Plant) ->
 def test_with_a_signing_key_unsigned_and_wrongly_signed_results_are_refused(
     spec: RunSpec, plant: Plant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    plant()  # written without a key: unsigned
+    plant()  # written without a key: an unsigned pointer, an unsigned result
     monkeypatch.setenv(SIGNING_KEY_ENV, "campaign-secret")
+    assert fence.accepted(_store(spec), spec.campaign_id, spec.run_id) is None  # names none
+    record = _run(spec)
+    assert record.error is not None and record.error.type == "WorkerLost"
+    fence.accept(_store(spec), spec.campaign_id, spec.run_id, ATTEMPT)  # the campaign's own
     record = _run(spec)
     assert record.status == "failed" and record.error is not None
+    assert record.error.type == "UntrustedResult"
     assert "not signed" in record.error.message and "result.json" in record.error.message
 
     monkeypatch.setenv(SIGNING_KEY_ENV, "a-forgers-guess")
-    plant()  # signed, with the wrong key
+    plant()  # signed, with the wrong key (the pointer too)
     monkeypatch.setenv(SIGNING_KEY_ENV, "campaign-secret")
+    assert fence.accepted(_store(spec), spec.campaign_id, spec.run_id) is None
+    fence.accept(_store(spec), spec.campaign_id, spec.run_id, ATTEMPT)
     record = _run(spec)
     assert record.error is not None and "signature does not match" in record.error.message
 
@@ -261,4 +274,125 @@ def test_a_pool_host_with_an_allow_list_refuses_other_workloads_before_import(
     foreign = spec.model_copy(update={"workload": "os:system"})
     with pytest.raises(WorkloadError, match="'os:system' is not on this server's allow-list"):
         run_on_host(foreign, "run", None, attempt=ATTEMPT)
+    assert not (tmp_path / "slots").exists()  # refused before a slot was leased
+
+
+def test_an_export_whose_bytes_differ_from_the_signed_hash_is_refused_and_not_kept(
+    spec: RunSpec, plant: Plant
+) -> None:
+    steps = artifact_names(RUN_ID)["steps"]
+    evals = artifact_names(RUN_ID)["evals"]
+    genuine = _record(
+        artifacts={"steps": steps, "evals": evals},
+        export_sha256={
+            steps: hashlib.sha256(STEPS_CSV).hexdigest(),
+            evals: hashlib.sha256(b"step,accuracy\n10,1.0\n").hexdigest(),
+        },
+    )
+    # the steps file is the host's; the evaluations were swapped in the store afterwards
+    plant(genuine, artifacts={steps: STEPS_CSV, evals: b"step,accuracy\n10,0.5\n"})
+    record = _run(spec)
+    assert record.status == "failed" and record.error is not None
+    assert record.error.type == "UntrustedResult"
+    assert (
+        f"{evals} has sha256" in record.error.message and "the result says" in record.error.message
+    )
+    assert not list(Path(str(spec.out_dir)).rglob("*.csv"))  # the steps file is not kept either
+
+
+def test_a_record_without_the_hashes_of_its_exports_is_refused(spec: RunSpec, plant: Plant) -> None:
+    plant(_record(export_sha256={}))
+    record = _run(spec)
+    assert record.error is not None and record.error.type == "UntrustedResult"
+    assert "names no sha256" in record.error.message
+
+
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_an_export_planted_as_a_symbolic_link_is_never_followed(
+    tmp_path: Path, plant: Plant, link: str
+) -> None:
+    """A shared `file://` store: an export that is a link to a secret of the campaign's
+    machine (or a folder of exports linked elsewhere) is refused, its target never read."""
+    section = CheckpointSection(store=f"file://{tmp_path / 'store'}")
+    spec = _spec(section, tmp_path / "out")
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "id_rsa").write_text("-----BEGIN PRIVATE KEY-----\n")
+    steps = artifact_names(RUN_ID)["steps"]
+    _plant_for(spec)(
+        _record(export_sha256={steps: hashlib.sha256(b"-----BEGIN PRIVATE KEY-----\n").hexdigest()})
+    )
+    outputs = tmp_path / "store" / attempt_prefix(spec, ATTEMPT) / "outputs"
+    if link == "file":
+        (outputs / steps).unlink()
+        (outputs / steps).symlink_to(secret / "id_rsa")
+    else:  # the whole metrics folder: the file's own name is right, a folder above is a link
+        shutil.rmtree(outputs / "metrics")
+        (secret / Path(steps).name).write_text("-----BEGIN PRIVATE KEY-----\n")
+        (outputs / "metrics").symlink_to(secret)
+    record = _run(spec)
+    assert record.status == "failed" and record.error is not None
+    assert record.error.type == "UntrustedResult" and "is a symbolic link" in record.error.message
+    assert not (tmp_path / "out" / steps).exists()
+
+
+def _plant_for(spec: RunSpec) -> Plant:
+    """`plant` for a spec made in the test (the fixture's is parametrized by store)."""
+
+    def write(record: dict[str, Any]) -> None:
+        store = _store(spec)
+        fence.accept(store, spec.campaign_id, spec.run_id, ATTEMPT)
+        store.put(result_key(spec, ATTEMPT), seal(spec, "run", ATTEMPT, json.dumps(record)))
+        steps = artifact_names(RUN_ID)["steps"]
+        store.put(f"{attempt_prefix(spec, ATTEMPT)}/outputs/{steps}", STEPS_CSV)
+
+    return write
+
+
+def test_a_pointer_moved_back_to_an_older_signed_attempt_is_refused(
+    spec: RunSpec, plant: Plant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two genuinely signed results (the older attempt 0.50, the accepted one 0.95): the
+    pointer put back to the older one names an attempt that is not the only one with a
+    result, so neither is taken and the run gets a fresh attempt (none here: attempts=0)."""
+    monkeypatch.setenv(SIGNING_KEY_ENV, "campaign-secret")
+    older, newer = "1-0000000000aa", "2-0000000000bb"
+    plant(_record(metrics={"accuracy": 0.50}), attempt=older)
+    plant(_record(metrics={"accuracy": 0.95}), attempt=newer)  # accepted last
+    fence.accept(_store(spec), spec.campaign_id, spec.run_id, older)  # moved back (a replay)
+    record = _run(spec)
+    assert record.status == "failed" and record.error is not None
+    assert record.error.type == "UntrustedResult" and record.error.cause == "infrastructure"
+    assert f"names attempt {older}, but attempt(s) {newer} left a result too" in (
+        record.error.message
+    )
+    assert record.metrics == {}
+
+
+def test_a_signed_pointer_copied_from_another_run_names_no_attempt(
+    spec: RunSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SIGNING_KEY_ENV, "campaign-secret")
+    store = _store(spec)
+    fence.accept(store, spec.campaign_id, "other-run", ATTEMPT)
+    copied = store.get(f"{spec.campaign_id}/other-run/accepted.json")
+    store.put(f"{spec.campaign_id}/{spec.run_id}/accepted.json", copied)
+    assert fence.accepted(store, spec.campaign_id, "other-run") == ATTEMPT
+    assert fence.accepted(store, spec.campaign_id, spec.run_id) is None
+
+
+def test_a_pool_host_refuses_a_store_or_a_length_its_operator_does_not_allow(
+    spec: RunSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ablations.errors import InputError
+    from ablations.slots.attempts import run_on_host
+
+    monkeypatch.setenv("ABLATE_SLOT_DIR", str(tmp_path / "slots"))
+    monkeypatch.setenv("ABLATE_ALLOW_STORE", "s3://somewhere-else/prefix")
+    with pytest.raises(InputError, match="is outside what this server allows"):
+        run_on_host(spec, "run", None, attempt=ATTEMPT)
+    monkeypatch.delenv("ABLATE_ALLOW_STORE")
+    monkeypatch.setenv("ABLATE_MAX_STEPS", "5")
+    with pytest.raises(InputError, match="10 steps, above the 5 this host allows"):
+        run_on_host(spec, "run", None, attempt=ATTEMPT)
     assert not (tmp_path / "slots").exists()  # refused before a slot was leased

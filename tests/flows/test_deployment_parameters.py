@@ -81,3 +81,55 @@ def test_the_form_says_which_plan_field_is_required_and_keeps_its_placeholders()
     assert properties["plan_path"]["description"].startswith("Required unless plan_yaml")
     assert properties["plan_yaml"]["description"].startswith("Required unless plan_path")
     assert "`run/<pool>`" in properties["pool"]["description"]  # a code span: shown as is
+
+
+def test_serve_names_a_new_run_after_its_campaign_before_any_runner_picks_it_up(
+    prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run created from the deployment (as the UI's Run button does) has the server's random
+    name; `ablate serve`'s namer gives it the campaign's within a second, while it is still
+    scheduled (no runner here picks it up), and a plan_path outside the roots is not read."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+
+    from flows.boundary import ENTRIES_ENV, ROOTS_ENV, STORES_ENV, Boundary
+    from flows.run_names import OUTSIDE, RunNamer
+    from flows.serve import campaign_deployment
+    from tests.flows.conftest import TINY_PLAN, plan_text
+
+    for name in (ROOTS_ENV, ENTRIES_ENV, STORES_ENV):
+        monkeypatch.setenv(name, "")  # undone after the test
+    root = tmp_path / "root"
+    root.mkdir()
+    Boundary.of([root], []).install()
+    plan = root / "plan.yaml"
+    plan.write_text(plan_text(TINY_PLAN))
+    outside = tmp_path / "secret.yaml"
+    outside.write_text(plan_text(TINY_PLAN).replace("id: tiny", "id: leaked"))
+    campaign_deployment("names").apply()
+    namer = RunNamer("ablation-campaign/names")
+    namer.start()
+    try:
+        created = {
+            "tiny": run_deployment(
+                "ablation-campaign/names", parameters={"plan_path": str(plan)}, timeout=0
+            ),
+            OUTSIDE: run_deployment(
+                "ablation-campaign/names", parameters={"plan_path": str(outside)}, timeout=0
+            ),
+        }
+        started = time.monotonic()
+        with get_client(sync_client=True) as client:
+            while time.monotonic() - started < 10:
+                names = {k: client.read_flow_run(r.id).name for k, r in created.items()}  # type: ignore[union-attr]
+                if all(k == v for k, v in names.items()):
+                    break
+                time.sleep(0.1)
+            waited = time.monotonic() - started
+            states = [client.read_flow_run(r.id).state for r in created.values()]  # type: ignore[union-attr]
+    finally:
+        namer.stop()
+    assert names == {"tiny": "tiny", OUTSIDE: OUTSIDE} and waited < 3
+    assert all(s is not None and s.is_scheduled() for s in states)  # before any runner

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ablations.report.md_html import plain
 from tests.flows.conftest import plan_text
 
 
@@ -77,6 +78,19 @@ def test_automations_notify_failure_gate_and_decision(
     assert failed.is_failed()
     notice = _wait_for(received, "no plan given")
     assert notice["subject"] == "Campaign invalid: no plan: Failed"
+    # ... and one whose line would quote a secret: the notification carries none of it.
+    leaky = json.loads(json.dumps(tiny_plan))
+    leaky["checkpoint"] = {
+        "store": "s3://bucket/x",
+        "endpoint_url": "https://s3.example.com/?X-Amz-Security-Token=FwoGplanted0token",
+    }
+    assert ablation_campaign(
+        plan_yaml=plan_text(leaky), out_dir=str(tmp_path / "leaky"), return_state=True
+    ).is_failed()
+    notice = _wait_for(received, "checkpoint.endpoint_url")
+    assert (
+        "planted" not in json.dumps(notice) and "https://s3.example.com/?REDACTED" in notice["body"]
+    )
 
     # A campaign whose UI gate waits, answered once the notification came; then its decision.
     tiny_plan["gate"] = {"mode": "ui", "timeout_minutes": 5}
@@ -105,4 +119,5 @@ def test_automations_notify_failure_gate_and_decision(
     assert finished["subject"] == "Campaign tiny finished"
     assert state.message in finished["body"]  # the decision sentence, as the run ended with
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["decision_reached"] == state.message
+    assert plain(manifest["decision_reached"]) == state.message  # REPORT.md's, in plain text
+    assert "**" not in finished["body"] and "`" not in finished["body"]

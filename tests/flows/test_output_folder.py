@@ -8,14 +8,17 @@ every test reads it or a copy of it.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,8 @@ from typing import Any
 import pandas as pd
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ablations.results.manifest import read_manifest
 from ablations.verify.folder import verify_folder
@@ -296,6 +301,40 @@ def _damage_a_report_figure(folder: Path) -> str:
     return "REPORT.html: figure 1 does not decode as a PNG"
 
 
+def _flip_a_verdict_in_the_manifest(folder: Path) -> str:
+    """A verdict changed in the manifest alone: no file hash covers the manifest itself."""
+    manifest = _manifest(folder)
+    judgement = manifest["looks"][0]["judgements"][0]
+    judgement["verdict"] = "better" if judgement["verdict"] != "better" else "worse"
+    _save(folder, manifest)
+    return f"manifest.json: look 1, {judgement['variant']}: verdict is"
+
+
+def _change_a_look_everywhere(folder: Path) -> str:
+    """Alpha x10 and an interval narrowed to +/-1e-4, in looks.json and the manifest alike
+    (looks.json's hash made to match): only judging the look again from the records tells."""
+    looks = json.loads((folder / "looks.json").read_text())
+    manifest = _manifest(folder)
+    for recorded in (looks["looks"], manifest["looks"]):
+        recorded[0]["alpha"] *= 10
+        judgement = recorded[0]["judgements"][0]
+        middle = judgement["mean_diff"] or 0.0  # a variant decided by its runs has none
+        judgement["ci_low"], judgement["ci_high"] = middle - 1e-4, middle + 1e-4
+    (folder / "looks.json").write_text(json.dumps(looks))
+    data = (folder / "looks.json").read_bytes()
+    entry = next(f for f in manifest["files"] if f["path"] == "looks.json")
+    entry.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
+    _save(folder, manifest)
+    return f"looks.json: look 1, {judgement['variant']}: ci_low is"
+
+
+def _edit_the_threshold_in_plan_yaml(folder: Path) -> str:
+    """The registered plan edited (was an internal KeyError: its runs have other ids)."""
+    path = folder / "plan.yaml"
+    path.write_text(re.sub(r"threshold: [0-9.]+", "threshold: 0.1", path.read_text()))
+    return "plan.yaml: hashes to"
+
+
 TAMPERS: list[Callable[[Path], str]] = [
     _flip_byte,
     _delete,
@@ -307,6 +346,9 @@ TAMPERS: list[Callable[[Path], str]] = [
     _record_disagrees,
     _plant_a_credential,
     _damage_a_report_figure,
+    _flip_a_verdict_in_the_manifest,
+    _change_a_look_everywhere,
+    _edit_the_threshold_in_plan_yaml,
 ]
 
 
@@ -321,7 +363,7 @@ def test_each_tampering_fails_verify_naming_it(
     assert any(line.startswith(expected) for line in lines), "\n".join(lines)
 
 
-def test_the_cli_exits_1_with_one_line_per_problem(
+def test_the_cli_exits_2_with_one_line_per_problem(
     campaign: Campaign, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from ablations.cli import main
@@ -329,9 +371,111 @@ def test_the_cli_exits_1_with_one_line_per_problem(
     folder = tmp_path / "copy"
     shutil.copytree(campaign.out, folder)
     expected = [_flip_byte(folder), _delete(folder)]
-    assert main(["verify", str(folder)]) == 1  # the fresh-process run is the passing test's
+    assert main(["verify", str(folder)]) == 2  # the fresh-process run is the passing test's
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert len(lines) == 2, lines
     assert all(any(line.startswith(e) for line in lines) for e in expected), lines
     assert "2 problem(s)" in captured.err
+
+
+def _edited_json(data: bytes, draw: st.DataObject) -> bytes:
+    """One leaf of a JSON document changed (a number, a string, a flag, null, a list)."""
+    document = json.loads(data)
+    paths: list[tuple[Any, Any]] = []
+
+    def walk(node: Any) -> None:
+        for key, value in node.items() if isinstance(node, dict) else enumerate(node):
+            if isinstance(value, dict | list) and value:
+                walk(value)
+            else:
+                paths.append((node, key))
+
+    walk(document)
+    if not paths:
+        return data + b" "
+    parent, key = draw.draw(st.sampled_from(paths), label="leaf")
+    parent[key] = draw.draw(
+        st.one_of(
+            st.integers(-3, 10**6), st.floats(allow_nan=False), st.text(max_size=12), st.none(),
+            st.booleans(), st.just([]),
+        ),
+        label="value",
+    )  # fmt: skip
+    return json.dumps(document).encode()
+
+
+def _edited_yaml(data: bytes, draw: st.DataObject) -> bytes:
+    """One line of plan.yaml (or a YAML text) changed: a value rewritten, or the line dropped."""
+    lines = data.decode(errors="replace").splitlines()
+    index = draw.draw(st.integers(0, max(0, len(lines) - 1)), label="line")
+    if lines and draw.draw(st.booleans(), label="drop"):
+        del lines[index]
+    elif lines:
+        head, sep, _ = lines[index].partition(": ")
+        new = draw.draw(st.sampled_from(["0", "-1", "0.8", "[]", "{}", "x", "1e12", "''"]))
+        lines[index] = f"{head}{sep or ': '}{new}"
+    return ("\n".join(lines) + "\n").encode()
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(draw=st.data())
+def test_any_edit_of_any_file_verifies_or_is_named_never_an_internal_error(
+    campaign: Campaign, draw: st.DataObject
+) -> None:
+    """Every file of a real output folder, edited as a careless user or a forger would:
+    `ablate verify` exits 0, or 2 with each problem on a line `<file>: ...` and the edited
+    file among them (or, for manifest.json, the refusal of it); never an internal error."""
+    from ablations.cli import main
+
+    files = sorted(p.relative_to(campaign.out).as_posix() for p in campaign.out.rglob("*"))
+    files = [f for f in files if (campaign.out / f).is_file()]
+    name = draw.draw(st.sampled_from(files), label="file")
+    edit = draw.draw(
+        st.sampled_from(["truncate", "append", "replace", "flip", "delete", "empty", "structured"]),
+        label="edit",
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / "copy"
+        shutil.copytree(campaign.out, folder)
+        path = folder / name
+        data = path.read_bytes()
+        if edit == "delete":
+            path.unlink()
+        elif edit == "empty":
+            path.write_bytes(b"")
+        elif edit == "truncate":
+            path.write_bytes(data[: draw.draw(st.integers(0, max(0, len(data) - 1)))])
+        elif edit == "append":
+            path.write_bytes(data + draw.draw(st.binary(min_size=1, max_size=64)))
+        elif edit == "replace":
+            path.write_bytes(draw.draw(st.binary(max_size=256)))
+        elif edit == "flip":
+            at = draw.draw(st.integers(0, max(0, len(data) - 1)))
+            path.write_bytes(
+                data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :] if data else b"x"
+            )
+        elif name.endswith(".json"):
+            path.write_bytes(_edited_json(data, draw))
+        elif name.endswith((".yaml", ".md", ".csv")):
+            path.write_bytes(_edited_yaml(data, draw))
+        else:
+            path.write_bytes(data[::-1])
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(["verify", str(folder), "--skip-store"])
+    shown = out.getvalue() + err.getvalue()
+    assert "internal error" not in shown and "Traceback" not in shown, shown
+    assert code in (0, 2), shown
+    if code == 0:
+        return
+    lines = out.getvalue().splitlines()
+    if lines:  # the problems: each names its file first
+        assert all(re.match(r"^[\w./=-]+(\.\w+)?: \S", line) for line in lines), shown
+        assert name in shown or Path(name).name in shown, shown
+    else:  # refused whole: a manifest that cannot be read, named
+        assert err.getvalue().startswith("error: ") and "manifest.json" in shown, shown

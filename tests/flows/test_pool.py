@@ -8,7 +8,9 @@ side; tests/flows/test_work_pool.py submits to a real pool. Every executor here 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +82,17 @@ def _leave(
     store.put(f"{prefix}/{RESULT}", seal(spec, kind, attempt, result))
 
 
-def _record(spec: RunSpec, artifacts: dict[str, str]) -> RunRecord:
+def _record(
+    spec: RunSpec, artifacts: dict[str, str], files: dict[str, bytes] | None = None
+) -> RunRecord:
+    """A host's record: the files it exported hashed in it, as `run_on_host` leaves it."""
+    hashes = {
+        relative: hashlib.sha256(data).hexdigest() for relative, data in (files or {}).items()
+    }
     return RunRecord(
         run_id=spec.run_id, variant=spec.variant, seed=spec.seed, category=spec.category,
         phase=spec.phase, status="accepted", steps_done=20, metrics={"accuracy": 0.75},
-        artifacts=artifacts,
+        artifacts=artifacts, export_sha256=hashes,
     )  # fmt: skip
 
 
@@ -98,7 +106,7 @@ def test_the_accepted_attempts_result_is_taken_and_its_files_brought_home(
         f"predictions/{spec.run_id}.csv": b"input_id,label,predicted\n0,1,1\n",
     }
     record = _record(spec, {"steps": f"metrics/{spec.run_id}.steps.csv",
-                            "predictions": f"predictions/{spec.run_id}.csv"})  # fmt: skip
+                            "predictions": f"predictions/{spec.run_id}.csv"}, files)  # fmt: skip
     _leave(spec, "1-abc", record.model_dump_json(), files)
     fence.accept(attempt_store(spec), spec.campaign_id, spec.run_id, "1-abc")
 
@@ -166,3 +174,63 @@ def test_write_results_exports_a_finished_folder_in_this_process(
     assert {RUNS_CSV, REPORT, RELOAD} <= listed
     assert all((out / name).stat().st_size > 0 for name in listed)
     assert json.loads(path.read_text())["campaign_id"] == tiny_plan["campaign"]["id"]
+
+
+def test_a_refused_result_is_recorded_untrusted_and_the_run_submitted_afresh(
+    tmp_path: Path,
+    tiny_plan: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A forged result under the accepted pointer (a restarted campaign finds it): refused,
+    and instead of failing on every rerun the run gets a fresh attempt, which a host runs
+    (the host's side for real, in this process: only Prefect's submission is left out)."""
+    import flows.pool
+    from ablations.slots.attempts import run_on_host
+
+    spec = _spec(tmp_path, tiny_plan)
+    assert spec.out_dir is not None
+    artifacts = {"steps": f"metrics/{spec.run_id}.steps.csv"}
+    forged = _record(spec, artifacts).model_copy(update={"metrics": {"accuracy": 0.99}})
+    _leave(spec, "1-forged", forged.model_dump_json(), {artifacts["steps"]: b"forged"})
+    fence.accept(attempt_store(spec), spec.campaign_id, spec.run_id, "1-forged")
+    monkeypatch.setenv("ABLATE_DEVICES", "cpu")
+    monkeypatch.setenv("ABLATE_SLOT_DIR", str(tmp_path / "slots"))
+    submitted: list[str] = []
+
+    def run_deployment(name: str, parameters: dict[str, Any], **_: Any) -> Any:
+        from prefect.client.schemas.objects import FlowRun
+
+        submitted.append(parameters["attempt"])
+        run_on_host(spec, "run", None, attempt=parameters["attempt"])
+        return FlowRun(flow_id=uuid.uuid4(), name=parameters["attempt"])
+
+    monkeypatch.setattr(flows.pool, "run_deployment", run_deployment)
+    monkeypatch.setattr(PoolExecutor, "_wait", lambda *args: "ended COMPLETED")
+    executor = PoolExecutor(PoolSettings("gpus", attempts=1, poll_s=0.01), [])
+
+    record = executor.run(spec)
+    assert len(submitted) == 1 and submitted[0] != "1-forged"
+    assert record.status in ("accepted", "rejected") and record.metrics["accuracy"] != 0.99
+    assert set(record.export_sha256) == set(record.artifacts.values())
+    for relative in record.artifacts.values():  # the folder's copy is the hashed one
+        data = (Path(spec.out_dir) / relative).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == record.export_sha256[relative]
+    said = capsys.readouterr().out  # the refusal is said, then the run retried
+    assert "the result names no sha256" in said and "submitted afresh" in said
+
+    # Refused on every attempt: failed, as `UntrustedResult` (a rerun submits it again).
+    _leave(spec, "1-forged", forged.model_dump_json(), {artifacts["steps"]: b"forged"})
+    fence.accept(attempt_store(spec), spec.campaign_id, spec.run_id, "1-forged")
+
+    def forges(name: str, parameters: dict[str, Any], **_: Any) -> Any:
+        from prefect.client.schemas.objects import FlowRun
+
+        _leave(spec, parameters["attempt"], forged.model_dump_json(), {})
+        return FlowRun(flow_id=uuid.uuid4(), name=parameters["attempt"])
+
+    monkeypatch.setattr(flows.pool, "run_deployment", forges)
+    failed = executor.run(spec)
+    assert failed.status == "failed" and failed.error is not None
+    assert (failed.error.type, failed.error.cause) == ("UntrustedResult", "infrastructure")
+    assert failed.error.message.startswith("1 attempts on pool gpus lost or refused")

@@ -15,7 +15,7 @@ import pytest
 from ablations.campaign.lock import hold_folder
 from ablations.entries import entry_allowed
 from ablations.errors import InputError
-from flows.boundary import ENTRIES_ENV, ROOTS_ENV, Boundary, admitted_plan_text
+from flows.boundary import ENTRIES_ENV, ROOTS_ENV, STORES_ENV, Boundary, admitted_plan_text
 from tests.flows.conftest import plan_text
 
 
@@ -26,10 +26,11 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     root.mkdir()
     monkeypatch.delenv(ROOTS_ENV, raising=False)
     monkeypatch.delenv(ENTRIES_ENV, raising=False)
+    monkeypatch.delenv(STORES_ENV, raising=False)
     Boundary.of([root], ["okpkg"]).install()
     yield root
-    os.environ.pop(ROOTS_ENV, None)
-    os.environ.pop(ENTRIES_ENV, None)
+    for name in (ROOTS_ENV, ENTRIES_ENV, STORES_ENV):
+        os.environ.pop(name, None)
 
 
 def _campaign(**parameters: Any) -> Any:
@@ -62,6 +63,30 @@ def test_a_plan_path_outside_the_roots_is_never_read(
         _campaign(plan_path=str(secret), out_dir=str(served / "out"))
     assert "plan_path" in str(refused.value) and "PRIVATE KEY" not in str(refused.value)
     assert not (served / "out").exists()
+
+
+def test_served_refusals_quote_no_secret_in_the_state_message_or_the_logs(
+    prefect_server: None, served: Path, tiny_plan: dict[str, Any]
+) -> None:
+    """What `ablate notify` forwards (the state message) and the run's logs: a private note
+    under the root is described, never quoted; a signed endpoint query never shown."""
+    from tests.flows.test_ui_states import _logs
+
+    note = served / "note.txt"
+    note.write_text("Dear diary, the vault password is hunter2-planted.\n")
+    tiny_plan["checkpoint"] = {
+        "store": "s3://bucket/ablate",
+        "endpoint_url": "https://s3.example.com/?X-Amz-Security-Token=FwoGplantedtoken",
+    }
+    for parameters, named in [
+        ({"plan_path": str(note)}, "not a YAML mapping (text, 51 bytes): not a plan"),
+        ({"plan_yaml": plan_text(tiny_plan)}, "checkpoint.endpoint_url"),
+    ]:
+        state = _campaign(**parameters, out_dir=str(served / "out"), return_state=True)
+        assert state.is_failed() and named in str(state.message)
+        logs = _logs(state.state_details.flow_run_id, at_least=1)
+        shown = str(state.message) + "".join(log.message for log in logs)
+        assert "hunter2" not in shown and "planted" not in shown
 
 
 def test_a_workload_not_on_the_allow_list_is_refused_before_import(
@@ -116,6 +141,49 @@ def test_inside_the_boundary_the_plan_is_admitted(served: Path, tiny_plan: dict[
     assert admitted_plan_text(str(plan), "", str(served / "out")) == text
 
 
+@pytest.mark.parametrize(
+    ("checkpoint", "admitted"),
+    [
+        ({"store": "file://checkpoints"}, True),  # inside the output folder
+        ({"store": "memory://x"}, True),
+        ({"store": "file://{root}/stores/ckpt"}, True),  # under the root
+        ({"store": "file://{outside}/ckpt"}, False),
+        ({"store": "file://{root}/link/ckpt"}, False),  # under the root by name, not resolved
+        ({"store": "file://{allowed}/ckpt"}, True),  # on --allow-store
+        ({"store": "s3://shared/ablate/team"}, True),
+        ({"store": "s3://shared/ablate-other"}, False),  # a look-alike prefix
+        ({"store": "s3://elsewhere/x"}, False),
+        ({"store": "s3://shared/ablate", "endpoint_url": "https://minio.local:9000"}, True),
+        ({"store": "s3://shared/ablate", "endpoint_url": "http://169.254.169.254"}, False),
+    ],
+)
+def test_a_served_plans_store_must_lie_inside_what_the_operator_allows(
+    tmp_path: Path,
+    tiny_plan: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    checkpoint: dict[str, str],
+    admitted: bool,
+) -> None:
+    root, outside, allowed = tmp_path / "root", tmp_path / "outside", tmp_path / "allowed"
+    for folder in (root, outside, allowed):
+        folder.mkdir()
+    (root / "link").symlink_to(outside)
+    for name in (ROOTS_ENV, ENTRIES_ENV, STORES_ENV):
+        monkeypatch.setenv(name, "")  # undone after the test: install() writes them
+    stores = [f"file://{allowed}", "s3://shared/ablate", "https://minio.local:9000"]
+    Boundary.of([root], [], stores).install()
+    tiny_plan["checkpoint"] = {
+        k: v.format(root=root, outside=outside, allowed=allowed) for k, v in checkpoint.items()
+    }
+    text = plan_text(tiny_plan)
+    if admitted:
+        assert admitted_plan_text("", text, str(root / "out")) == text
+        return
+    with pytest.raises(InputError, match=r"checkpoint.store .* is outside what this server"):
+        admitted_plan_text("", text, str(root / "out"))
+    assert not (outside / "ckpt").exists()
+
+
 def test_the_allow_list_takes_modules_and_packages_never_lookalikes() -> None:
     assert entry_allowed("ablations.workloads.digits:DigitsWorkload", [])
     assert entry_allowed("okpkg:W", ["okpkg"]) and entry_allowed("okpkg.train:W", ["okpkg"])
@@ -145,6 +213,12 @@ def test_serve_refuses_an_allow_entry_that_is_not_a_module_name(
         main(["serve", "--allow-entry", "os;import pty"])
     assert exited.value.code == 2
     assert "not a Python module name: 'os;import pty'" in capsys.readouterr().err
+    for bad in ("ftp://x/y", "s3://KEY:SECRET@bucket/p", "s3://b/p?token=x", "s3://a,s3://b"):
+        with pytest.raises(SystemExit) as exited:
+            main(["serve", "--allow-store", bad])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert "argument --allow-store" in err and "SECRET" not in err
 
 
 @pytest.mark.parametrize(

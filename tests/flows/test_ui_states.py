@@ -80,6 +80,57 @@ def test_stopped_and_rejected_runs_are_not_completed_yet_the_flow_reads_them(
     assert seen[1].message == "rejected: accuracy=0.4123"
 
 
+def test_stopped_and_rejected_task_runs_are_found_by_their_tags(prefect_server: None) -> None:
+    """The UI's state filter goes by type, so Stopped (Cancelled-type) and Rejected
+    (Failed-type) runs are found by tag: the same filter the UI sends, on the real server."""
+    from prefect import flow, task
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        TaskRunFilter,
+        TaskRunFilterTags,
+    )
+    from prefect.states import State
+
+    from tasks.runs import _tag_this_task_run, finding_tags, run_state
+
+    stopped = _record("stopped", stop=Stop(rule="quality", message="below", step=40))
+    rejected = _record("rejected", metrics={"accuracy": 0.4})
+    accepted = _record("accepted", metrics={"accuracy": 0.97})
+
+    @task(name="tagged-run", tags=["ablate"])
+    def one(record: RunRecord) -> State:
+        _tag_this_task_run(finding_tags(record))  # as tasks/runs.execute_run does
+        return run_state(record)
+
+    @flow(name="tags-probe")
+    def probe() -> None:
+        for future in [one.submit(r) for r in (stopped, rejected, accepted)]:
+            future.wait()
+
+    state = probe(return_state=True)
+    flow_run = FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id]))
+
+    def tagged(*tags: str) -> list[str]:
+        with get_client(sync_client=True) as client:
+            for _ in range(40):  # task runs are recorded from their events, in the background
+                runs = client.read_task_runs(
+                    flow_run_filter=flow_run,
+                    task_run_filter=TaskRunFilter(tags=TaskRunFilterTags(all_=list(tags))),
+                )
+                if runs and all(r.state is not None and r.state.is_final() for r in runs):
+                    break
+                time.sleep(0.25)
+        return sorted(str(r.state.name) for r in runs if r.state is not None)
+
+    assert tagged("stopped") == ["Stopped"]
+    assert tagged("stopped", "rule:quality") == ["Stopped"]
+    assert tagged("rejected") == ["Rejected"]
+    assert tagged("rule:threshold") == ["Rejected"]
+    assert tagged("ablate") == ["Completed", "Rejected", "Stopped"]  # the task's own tag kept
+
+
 @pytest.mark.parametrize(
     ("given", "name", "message"),
     [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import signal
@@ -162,6 +163,33 @@ def _wait_for(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
+def _plant_a_forged_result(plan: Path, endpoint: str, prefix: str, key: str) -> str:
+    """An unsigned result under a signed accepted pointer for the first pilot run, as someone
+    who can write the store but not sign would leave it (the pointer replayed); its run id."""
+    from ablations.plan.io import load_plan
+    from ablations.plan.model import plan_hash
+    from ablations.plan.variants import planned_runs
+    from ablations.signing import sign
+
+    loaded = load_plan(plan)
+    run = next(r for r in planned_runs(loaded, plan_hash(loaded)) if r.phase == "pilot")
+    base = f"{prefix}/tiny/{run.run_id}"
+    pointer = {"attempt": "1-forged000000", "campaign_id": "tiny", "run_id": run.run_id}
+    forged = {"run_id": run.run_id, "variant": run.variant, "seed": run.seed,
+              "category": run.category, "phase": "pilot", "status": "accepted",
+              "metrics": {"accuracy": 0.999}, "slot": "forged"}  # fmt: skip
+    envelope = {"kind": "run", "campaign_id": "tiny", "plan_hash": plan_hash(loaded),
+                "run_id": run.run_id, "variant": run.variant, "seed": run.seed,
+                "phase": "pilot", "attempt": "1-forged000000",
+                "result": json.dumps(forged)}  # fmt: skip
+    s3 = _s3(endpoint)
+    s3.put_object(Bucket=BUCKET, Key=f"{base}/accepted.json",
+                  Body=json.dumps(sign(pointer, key.encode())).encode())  # fmt: skip
+    s3.put_object(Bucket=BUCKET, Key=f"{base}/attempts/1-forged000000/outputs/result.json",
+                  Body=json.dumps(envelope).encode())  # fmt: skip
+    return run.run_id
+
+
 def test_runs_land_on_both_workers_and_a_killed_workers_run_resumes_on_the_other(
     loopback: Loopback, s3_endpoint: str, tmp_path: Path, tiny_plan: dict[str, Any]
 ) -> None:
@@ -178,6 +206,10 @@ def test_runs_land_on_both_workers_and_a_killed_workers_run_resumes_on_the_other
     plan = tmp_path / "plan.yaml"
     plan.write_text(plan_text(tiny_plan))
     out = tmp_path / "out"
+    # Signed results, and a forged one already under a (replayed, genuinely signed) accepted
+    # pointer of a pilot run: refused, and that run is submitted afresh.
+    loopback.env["ABLATE_SIGNING_KEY"] = "pool-test-key"
+    forged_run = _plant_a_forged_result(plan, s3_endpoint, prefix, "pool-test-key")
     loopback.worker("host-a", "cpu")
     loopback.worker("host-b", "cpu")
     run = ["run", str(plan), "--out", str(out), "--pool", POOL, "--devices", "2"]
@@ -219,6 +251,17 @@ def test_runs_land_on_both_workers_and_a_killed_workers_run_resumes_on_the_other
     assert set(records) == {r["run_id"] for r in manifest["runs"]}
     assert all(r["status"] in {"accepted", "rejected", "stopped"} for r in manifest["runs"])
     assert {r["slot"].split("/")[0] for r in records.values()} == {"host-a", "host-b"}
+
+    assert records[forged_run]["status"] != "failed" and "forged" not in records[forged_run].get(
+        "slot", ""
+    )
+    assert (
+        f"{forged_run[:20]}" in output and "not signed" in output and "submitted afresh" in output
+    )
+    for record in records.values():  # every export hashed in the host's signed result
+        assert set(record["export_sha256"]) == set(record["artifacts"].values())
+        for relative, digest in record["export_sha256"].items():
+            assert hashlib.sha256((out / relative).read_bytes()).hexdigest() == digest
 
     resumed = records[victim]
     assert resumed["slot"] == f"{survivor}/cpu#0"

@@ -103,3 +103,34 @@ def test_with_looks_the_runs_left_are_an_upper_bound_until_none_are_left() -> No
     assert "up to" in view.line() and "at most" in view.markdown()
     live.drop([r.run_id for r in runs])
     assert not live.view(now=0).open_ended
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.53, 1.0])
+def test_the_description_draws_a_bar_of_the_runs_finished(fraction: float) -> None:
+    """Prefect 3.9 shows a progress artifact's value as text only: the description carries a
+    drawn bar (a PNG `data:` URI, which the UI renders), filled to the share finished."""
+    import base64
+    import io
+    import re
+
+    from PIL import Image
+
+    from ablations.campaign.live import BAR_DONE, BAR_LEFT, BAR_WIDTH, bar_png_uri
+
+    live, runs = _live()
+    done = round(fraction * len(runs))
+    for run in runs[:done]:
+        live.start([run.run_id])
+        live.finish(_done(run.run_id, 1.0))
+    markdown = live.view(now=0).markdown()
+    found = re.search(
+        r"!\[(\d+)% of the runs finished\]\(data:image/png;base64,([^)]+)\)", markdown
+    )
+    assert found is not None and f"**{done} of {len(runs)} runs finished" in markdown
+    assert markdown.index(found.group(0)) < markdown.index("| quantity |")  # the bar first
+    with Image.open(io.BytesIO(base64.b64decode(found.group(2)))) as image:
+        row = [image.getpixel((x, 8)) for x in range(1, BAR_WIDTH - 1)]
+    filled = sum(pixel == BAR_DONE for pixel in row)
+    assert filled == round(done / len(runs) * (BAR_WIDTH - 2))
+    assert filled + sum(pixel == BAR_LEFT for pixel in row) == BAR_WIDTH - 2
+    assert bar_png_uri(0.5) != bar_png_uri(0.6)

@@ -13,7 +13,7 @@ import yaml
 
 from ablations.analysis.looks import Looks, unneeded_runs
 from ablations.campaign.campaign import Campaign
-from ablations.campaign.looks import decide_look, look_runs, recorded_looks
+from ablations.campaign.looks import decide_look, look_runs, recorded_looks, rejudged_looks
 from ablations.campaign.state import register, save_record
 from ablations.plan.variants import PlannedRun
 from ablations.records import RunRecord, Stop
@@ -122,3 +122,24 @@ def test_a_window_that_cannot_hold_the_next_look_ends_the_open_variants(tmp_path
     assert final.decided and final.verdict == "inconclusive"
     assert final.note.startswith("ended by the budget, not the data")
     assert look_runs(campaign, 1) == []
+
+
+def test_the_recorded_looks_are_what_the_records_judge_again(tmp_path: Path) -> None:
+    """`rejudged_looks` (what `ablate verify` compares) calls the code that decided each look:
+    on the same records it gives the recorded looks back, field for field; on other records,
+    other looks."""
+    campaign = folder(tmp_path, sequential_plan())
+    finish(campaign, look_runs(campaign, 0))
+    decide_look(campaign, 0, slots=1)
+    finish(campaign, look_runs(campaign, 1))
+    decide_look(campaign, 1, slots=1)
+    assert rejudged_looks(campaign) == recorded_looks(campaign).looks
+
+    control = next(r for r in campaign.phase("main") if r.variant == "control" and r.seed == 0)
+    record = campaign.records()[control.run_id]
+    save_record(campaign.out_dir, record.model_copy(update={"metrics": {"accuracy": 0.5}}))
+    again = rejudged_looks(campaign)
+    assert again[0] != recorded_looks(campaign).looks[0]
+    before = {j.variant: j for j in recorded_looks(campaign).looks[0].judgements}
+    after = {j.variant: j for j in again[0].judgements}
+    assert after["width=16"].verdict != before["width=16"].verdict == "worse"

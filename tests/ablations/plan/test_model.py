@@ -150,7 +150,26 @@ def test_problems_are_gathered_not_first_only(demo_data: dict[str, Any]) -> None
 
 def test_empty_and_non_mapping_documents() -> None:
     assert problems_of(None) == ["<plan>: the plan is empty"]
-    assert "must be a mapping" in problems_of([1, 2])[0]
+    assert problems_of([1, 2]) == ["<plan>: not a YAML mapping (a list of 2 items): not a plan"]
+    assert problems_of({"notes": "my password is hunter2"}) == [
+        "<plan>: a YAML mapping with none of a plan's keys (campaign, factors, seeds, metric): "
+        "not a plan"
+    ]
+
+
+def test_a_file_that_is_not_a_plan_is_never_quoted(write_plan: Any) -> None:
+    """A private note given by mistake: its size is said, none of its content."""
+    note = "Dear diary, my password is hunter2, key AKIAABCDEFGHIJKLMNOP.\nsee you"
+    for text, said in [
+        (note, f"not a YAML mapping (text, {len(note)} bytes): not a plan"),
+        ("- hunter2\n- AKIAABCDEFGHIJKLMNOP\n", "not a YAML mapping (a list of 2 items, 33 bytes)"),
+        ("secret_note: hunter2\n", "a YAML mapping of 21 bytes with none of a plan's keys"),
+        ("a: b: hunter2\n", "not valid YAML at line 1, column 5: mapping values are not allowed"),
+    ]:
+        with pytest.raises(PlanError) as caught:
+            load_plan(write_plan(text))
+        assert said in str(caught.value)
+        assert "hunter2" not in str(caught.value) and "AKIA" not in str(caught.value)
 
 
 def test_alias_bomb_is_refused_quickly() -> None:

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image
 
 from ablations.plan.sections import MetricSection
@@ -186,3 +188,31 @@ def test_a_pair_evaluated_off_the_grid_leaves_the_other_pairs_a_gap(tmp_path: Pa
     curves = load_curves(tmp_path, runs, "accuracy")
     assert 30 in next(c for c in curves if c.run_id == "control-s0-main").eval_steps
     assert curves_figure(curves, METRIC) is not None
+
+
+@pytest.mark.parametrize("variants", [1, 3, 5])
+def test_the_title_fits_the_figure_and_the_key_sits_outside_every_panel(
+    tmp_path: Path, variants: int
+) -> None:
+    """The title wraps to the figure's width (one line was cut off on both sides at three
+    variants) and the key is above the grid, never a legend over a curve."""
+    names = [CONTROL, "width=16", "width=128", "depth=1", "dropout=0.3", "lr=0.1"]
+    runs = [
+        write_run(tmp_path, name, seed, offset=0.01 * i)
+        for i, name in enumerate(names[: variants + 1])
+        for seed in range(2)
+    ]
+    figure = curves_figure(load_curves(tmp_path, runs, "accuracy"), METRIC)
+    assert figure is not None
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    width, height = figure.bbox.width, figure.bbox.height
+    suptitle = next(t for t in figure.texts if t.get_text() == figure.get_suptitle())
+    title = suptitle.get_window_extent(renderer)
+    assert title.x0 >= 0 and title.x1 <= width and title.y1 <= height
+    assert all(ax.get_legend() is None for ax in figure.axes)  # no legend inside the data
+    (key,) = figure.legends
+    box = key.get_window_extent(renderer)
+    panels = [ax.get_window_extent(renderer) for ax in figure.axes if ax.get_visible()]
+    assert box.y0 >= max(p.y1 for p in panels) and box.y1 <= title.y0 + 1  # between them
+    assert box.x0 >= 0 and box.x1 <= width
+    assert all("n=2" in ax.get_xlabel() for ax in figure.axes if ax.get_xlabel())
