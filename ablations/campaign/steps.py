@@ -25,7 +25,8 @@ from ablations.campaign.specs import spec_for
 from ablations.campaign.state import save_record
 from ablations.crash_points import AFTER_GATE, crash_point
 from ablations.errors import CampaignInterrupted
-from ablations.names import REFRAME_DRAFT
+from ablations.names import PLAN, REFRAME_DRAFT
+from ablations.plan.io import parse_yaml
 from ablations.plan.variants import CONTROL
 from ablations.preemption import TERMINATE
 from ablations.records import PreflightReport, RunRecord
@@ -186,7 +187,7 @@ def write_reframe_draft(campaign: Campaign, reason: str) -> Path:
     """A draft plan for the revised question, under a new campaign id: the question is kept
     as it was (the reason is a comment above it), so the draft is a valid plan to edit."""
     folder = campaign.folder
-    data = yaml.safe_load(folder.plan_text())
+    data = parse_yaml(folder.plan_text(), PLAN)  # as the plan was read (libyaml's parser)
     section = data["campaign"]
     section["id"] = f"{section['id']}-reframed"[:64]
     reason_lines = "".join(f"#   {line}\n" for line in reason.splitlines() or [""])

@@ -102,9 +102,11 @@ def load_problem(path: Path, kind: str) -> str | None:
                 RunRecord.model_validate(data)
             return None
         if suffix in (".yaml", ".yml"):
-            import yaml
+            # the plan's own reader (libyaml's parser, as validate and run read it): PyYAML's
+            # pure-Python one refuses some flow mappings libyaml takes (`{q: Why?}`)
+            from ablations.plan.io import parse_yaml
 
-            yaml.safe_load(path.read_text(encoding="utf-8"))
+            parse_yaml(path.read_text(encoding="utf-8"), path.name)
             return None
         if suffix == ".png":
             return _png_problem(path)

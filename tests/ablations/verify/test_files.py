@@ -112,7 +112,9 @@ def test_a_file_that_parses_as_its_kind_has_no_problem(tmp_path: Path) -> None:
     from PIL import Image
 
     Image.new("RGB", (4, 3)).save(tmp_path / "effects.png")
-    (tmp_path / "plan.yaml").write_text("campaign: {id: x}\n")
+    # a question ending in "?" inside a flow mapping: validate and run read it (libyaml's
+    # parser); PyYAML's pure-Python one refused it, failing verify of a finished campaign
+    (tmp_path / "plan.yaml").write_text("campaign: {id: x, question: Does it matter?}\n")
     (tmp_path / "REPORT.md").write_text("# café\n", encoding="utf-8")
     (tmp_path / "gate.json").write_text('{"decision": "proceed"}')
     for name, kind in [("effects.png", "plot"), ("plan.yaml", "plan"), ("REPORT.md", "report"),
