@@ -4,10 +4,10 @@ The campaign process parses the plan once (the CLI) and hands the parsed campaig
 worker that writes the results parses its own copy from the folder; nothing else parses, reads
 the plan file or checks the folder's registration again, and the campaign process takes the
 results step's `Manifest` as it is returned instead of reading manifest.json back. Counted in
-every process by `tests/flows/parse_counter/sitecustomize.py` (on PYTHONPATH, enabled by
-`ABLATE_PARSE_LOG`): the real campaign, nothing replaced. Expected to fail until the single
-parse lands (`open_campaign`, 37-plan.md); the failure prints each call and its callers.
-"""
+every process (and the user's code hashed once) by `tests/flows/parse_counter/sitecustomize.py`
+(on PYTHONPATH, enabled by `ABLATE_PARSE_LOG`): the real campaign, nothing replaced. Expected to
+fail until the single parse lands (`open_campaign`, 37-plan.md); the failure prints each call
+and its callers."""
 
 from __future__ import annotations
 
@@ -58,5 +58,6 @@ def test_one_parse_per_process(tmp_path: Path) -> None:
     assert max(by_process[(pid, "parse")] for pid in processes) == 1, trace
     assert max(by_process[(pid, "read")] for pid in processes) <= 1, trace
     assert by_process[(cli, "registration")] == 1, trace
+    assert by_process[(cli, "code")] <= 1, trace  # the user's code (up to 64 MiB) hashed once
     # The results step returns the manifest: the campaign process never reads it back.
     assert by_process[(cli, "manifest")] == 0, trace

@@ -1,13 +1,13 @@
 """Counts how often each process of a campaign parses its plan (`tests/flows/test_parse_count.py`).
 
 With this folder on PYTHONPATH and `ABLATE_PARSE_LOG` naming a file, every Python process the
-campaign starts (the CLI's, the fork server, each slot's worker) imports this module at start
-up and wraps, as each module is first imported, the functions that parse or read a plan, check
-a folder's registration and read a manifest. Each call appends one line to the log: the pid,
-what was done, and the project's frames that called it (innermost first). The wrappers are in
-place before any other module binds those names (`from ... import parse_plan` runs after the
-module's own code), so every call is counted, in every process, the real code unchanged.
-"""
+campaign starts (the CLI's, the fork server, each slot's worker) imports this module at start up
+and wraps, as each module is first imported, the functions that parse or read a plan, check a
+folder's registration, hash the user's code and read a manifest. Each call appends one line to
+the log: the pid, what was done, and the project's frames that called it (innermost first). The
+wrappers are in place before any other module binds those names (`from ... import parse_plan`
+runs after the module's own code), so every call is counted, in every process, the real code
+unchanged."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ COUNTED: dict[str, list[tuple[str, str]]] = {
     "ablations.plan.io": [("read_plan_text", "read")],
     "ablations.campaign.folder": [("CampaignFolder.plan_text", "read")],
     "ablations.campaign.state": [("existing_registration", "registration")],
+    "ablations.campaign.code": [("workload_code", "code")],  # hashing the user's code
     # asked for (the cache answers a second ask) and parsed from the file
     "ablations.results.manifest": [
         ("read_manifest", "manifest"),
