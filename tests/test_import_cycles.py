@@ -262,6 +262,7 @@ def test_the_names_import_nothing_of_the_project() -> None:
 
 STRICT = pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,  # only the findings are expected: a finder that crashes fails
     reason="#37: folders are not layers yet (python -m tests.package_loops; plan in 37-plan.md)",
 )
 
