@@ -78,8 +78,8 @@ class Effect(BaseModel):
 
     @property
     def label(self) -> str:
-        """The verdict as shown: `input truncated (pilot)` for a verdict from the pilot."""
-        return f"{self.verdict} (pilot)" if self.from_pilot else self.verdict
+        """The verdict as shown: `input truncated in the pilot` for a verdict from the pilot."""
+        return f"{self.verdict} in the pilot" if self.from_pilot else self.verdict
 
 
 class ExcludedRun(BaseModel):

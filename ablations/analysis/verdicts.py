@@ -15,7 +15,7 @@ this order:
 2. `not run`: every main run was trimmed at the gate; the note names who trimmed it (the
    policy, a person in the UI, the policy after the UI timed out) and why. When its pilot runs
    were stopped or rejected, that is why it was trimmed: the verdict is the pilot's (as in 1,
-   marked "(pilot)").
+   marked "in the pilot").
 3. From the paired interval of variant - control (corrected across variants and looks:
    `ablations.analysis.sequential`), oriented so that a positive gain is better, against
    the useful-effect band [-u, +u] and the plan's `metric.decision_rule`:

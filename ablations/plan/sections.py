@@ -431,10 +431,15 @@ class GateSection(Section):
     trim_stopped: bool = True
     """Drop the main runs of variants whose pilot run was stopped by a rule (an essential
     variant only as `trim_essential` allows)."""
+    trim_rejected: bool = True
+    """Drop the main runs of variants whose pilot run was rejected (it completed its pilot
+    steps below the quality threshold): their verdict is `fails threshold in the pilot`, and
+    the gate's decision lists them. An essential variant only as `trim_essential` allows."""
     trim_essential: bool = False
-    """Let `trim_stopped` drop an essential variant too, and then only when every pilot seed
-    of it was stopped and there are at least two. Off: essential variants are kept and the
-    reason says so (a person at the UI gate can still drop them)."""
+    """Let `trim_stopped` and `trim_rejected` drop an essential variant too, and then only
+    when every pilot seed of it was stopped or rejected and there are at least two. Off:
+    essential variants are kept and the reason says so (a person at the UI gate can still
+    drop them)."""
     trim_order: list[Literal["exploratory", "useful"]] = ["exploratory", "useful"]
     """Categories dropped, in order, when the projected time does not fit the window."""
     budget_margin: float = Field(default=0.15, ge=0.0, lt=1.0, allow_inf_nan=False)

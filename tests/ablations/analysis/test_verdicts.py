@@ -127,7 +127,7 @@ def test_a_trimmed_variant_whose_pilot_was_stopped_gets_the_pilot_verdict() -> N
     assert (effect.verdict, effect.from_pilot, effect.label) == (
         "diverges",
         True,
-        "diverges (pilot)",
+        "diverges in the pilot",
     )
     assert effect.note.startswith("pilot: 1/1 seeds stopped: non-finite loss at step 7")
     assert "trimmed by the gate's policy: stopped" in effect.note
