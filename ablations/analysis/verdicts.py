@@ -102,6 +102,11 @@ def _kind(record: RunRecord) -> tuple[Verdict, str, str]:
     """(verdict, group heading, detail) of one run that was not accepted."""
     if record.stop is not None:
         verdict, words = STOP_WORDS[record.stop.rule]
+        pilot = record.checkpoint.pilot_step if record.phase == "main" else 0
+        if record.stop.rule == "quality" and 0 < record.stop.step <= pilot:
+            # where its pilot was judged, early in training: not a final result
+            heading = f"stopped early (within the pilot's {pilot} steps, not a final result): "
+            return verdict, heading + words, str(record.stop.step)
         return verdict, f"stopped: {words}", str(record.stop.step)
     if record.status == "rejected":
         why = record.rejection.message if record.rejection else "no acceptance reason recorded"

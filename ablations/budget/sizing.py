@@ -138,7 +138,7 @@ class Sizing(BaseModel):
             f"{self.max_seeds} seeds per variant can decide a useful effect only if the paired "
             f"spread is below {self.decidable_sd:.2g} ({self.decidable_sd / u:.2g}x the useful "
             f"effect {u:g}), far below what seeds usually show: add seeds (a sequential "
-            "design with a larger max), or set seeds.expected_sd to size them"
+            "design with a larger max, sized by its expected_sd)"
         )
 
     def summary(self) -> dict[str, object]:

@@ -253,6 +253,9 @@ class Level(Section):
     run, seconds per step). Used by the non-inferiority rule to name the cheapest variant
     not usefully worse; when a candidate or the control lacks one, the median measured
     step time of the accepted main runs is used for all instead."""
+    next_decisions: dict[Verdict, str] = {}
+    """Verdict -> what you will do when this level gets it (e.g. `not worse: use width 16`);
+    overrides the same verdict in the factor's and the campaign's `next_decisions`."""
 
     @field_validator("value")
     @classmethod
@@ -273,7 +276,9 @@ class Factor(Section):
     """What you expect changing this parameter to do, written before the campaign runs."""
     next_decisions: dict[Verdict, str] = {}
     """Verdict -> what you will do when a level of this factor gets it (e.g. `worse: keep
-    width 64`); overrides the same verdict in `campaign.next_decisions`."""
+    width 64`), for each level the verdict is about: `{value}` stands for that level's value
+    (`not worse: use width {value}`). Overrides the same verdict in
+    `campaign.next_decisions`; a level's own `next_decisions` override it."""
 
     @field_validator("levels", mode="before")
     @classmethod

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ablations.analysis.flips import ErrorAnalysis
 from ablations.analysis.paired import Effect, run_reason
 from ablations.names import CURVES_PNG, EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
-from ablations.report.decision import decision_reached
+from ablations.report.decision import decision_reached, evidence_table
 from ablations.report.inputs import ReportInputs, ReportRun
 from ablations.units import metric, significant
 
@@ -183,7 +183,7 @@ def _findings_section(inputs: ReportInputs) -> list[str]:
                     variant,
                     f"**{effect.label}**" if effect else "not reached",
                     effect.note if effect else "",
-                    factor.next_decisions.get(verdict, "-") if verdict else "-",
+                    (factor.next_decision(variant, verdict) or "-") if verdict else "-",
                 ]
             )
         out += [table(["Level", "Variant", "Verdict", "Why", "Next decision"], rows), ""]
@@ -319,6 +319,14 @@ def render_report(inputs: ReportInputs, plots: Sequence[str] = ()) -> str:
         f"**Decision reached.** {decision_reached(inputs)}",
         "",
     ]
+    evidence = evidence_table(inputs)
+    if evidence:  # the ids stay out of the sentence, which notifications carry
+        out += [
+            "Runs behind it, paired by seed:",
+            "",
+            table(["Variant", "Seeds", "Runs"], evidence),
+            "",
+        ]
     if inputs.hypothesis:
         out += [f"**Hypothesis.** {inputs.hypothesis}", ""]
     if inputs.plan_hash:
