@@ -197,7 +197,7 @@ class Sizing(BaseModel):
                 if self.decidable_sd is None
                 else f"; 80% only if the paired spread is below {self.decidable_sd:.3g}"
             )
-            return f"{head}: unknown, {source}{bound}"
+            return f"{head}: unknown, {source}{bound}. Per variant:"
         need = (
             f"80% needs max {self.suggested_max}"
             if self.suggested_max

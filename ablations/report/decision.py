@@ -56,11 +56,7 @@ def _evidence(effect: Effect, metric: MetricSection) -> str:
     else:
         kind = "95% interval" if effect.level is None else "adjusted interval"
         interval = f"{kind} {_signed(effect.ci_low)} to {_signed(effect.ci_high)}"
-        if effect.look is not None:
-            interval += f", look {effect.look + 1}"
-    return (
-        f"{metric.name} {_signed(effect.mean_diff)} over {effect.n_pairs} paired seeds ({interval})"
-    )
+    return f"{metric.name} {_signed(effect.mean_diff)} over {effect.n_pairs} seeds ({interval})"
 
 
 def _near_end(metric: MetricSection) -> tuple[str, str]:
@@ -185,8 +181,18 @@ def findings(effects: Sequence[Effect], room: int = MAX_CHARS, but: str | None =
     for e in effects:
         if e.variant != but:
             groups.setdefault(e.label, []).append(e)
-    out = " ".join(f"{label.capitalize()}: {_names(members)}." for label, members in groups.items())
-    return _fit(out, room)
+    said = [f"{label.capitalize()}: {_names(members)}." for label, members in groups.items()]
+    kept: list[str] = []
+    for i, group in enumerate(said):  # whole groups, while they fit with the pointer
+        left = len(said) - i - 1
+        tail = f" (+{left} more in REPORT.md)" if left else ""
+        if len(" ".join([*kept, group])) + len(tail) > room:
+            break
+        kept.append(group)
+    omitted = len(said) - len(kept)
+    if omitted:
+        kept.append(f"(+{omitted} more in REPORT.md)")
+    return _fit(" ".join(kept), room)
 
 
 def decision_reached(inputs: ReportInputs) -> str:

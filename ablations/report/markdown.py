@@ -54,8 +54,9 @@ def _error_control(inputs: ReportInputs) -> str:
     """The one sentence that says what every claim's error is."""
     if not inputs.looks:
         return (
-            "Intervals are corrected across the variants (Bonferroni), so every claim holds "
-            "with family-wise error at most 5%."
+            "Intervals are corrected across the variants (their share of 5% split jointly, "
+            "from the correlation the shared control induces), so every claim holds with "
+            "family-wise error at most 5%."
         )
     last = inputs.looks[-1]
     alpha = last.alpha
@@ -64,7 +65,7 @@ def _error_control(inputs: ReportInputs) -> str:
         f"Every claim (better, not worse, worse, equivalent) holds with family-wise error at "
         f"most {alpha:g} across all variants and {looks}: each interval is the repeated "
         "confidence interval of the look that decided it (alpha spent over the looks, "
-        "corrected across the variants)."
+        "split among the variants, each interval on the variant's own spread)."
     )
 
 

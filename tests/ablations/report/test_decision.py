@@ -74,7 +74,7 @@ def inputs(tmp_path: Path, outcome: Outcome = accepted, **plan_changes: Any) -> 
 def test_superiority_and_non_inferiority_answer_differently(tmp_path: Path) -> None:
     superiority = decision_reached(inputs(tmp_path))
     built = inputs(tmp_path, metric__decision_rule="non_inferiority")
-    assert superiority.startswith("Adopt width=128: accuracy +0.0350 over 3 paired seeds")
+    assert superiority.startswith("Adopt width=128: accuracy +0.0350 over 3 seeds")
     assert "at least the useful effect 0.01 better" in superiority
 
     non_inferiority = decision_reached(built)
