@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_serializer
@@ -275,7 +276,7 @@ def size_main(
         sd=typical,
         power=None if typical is None else power.at(typical),
         suggested_max=None if typical is None else power.needed(typical),
-        decidable_sd=power.decidable_sd(),
+        decidable_sd=power.decidable_sd() if typical is None else None,
         variants=sized,
         expected_hours=project(plan, expected, estimate, slots).wall_hours,
         worst_hours=project(plan, list(runs), estimate, slots).wall_hours,
@@ -284,30 +285,19 @@ def size_main(
 
 
 class _Power:
-    """The plan's design's power at a paired spread, and the `max` reaching 80%, each
-    simulated once per spread (variants share the pilot's typical one)."""
+    """The plan's design's power at a paired spread, and the `max` reaching 80%: simulated
+    once per design and spread in a process (the gate sizes the kept runs several times)."""
 
     def __init__(self, plan: Plan, design: LookDesign) -> None:
         self.design = design
         self.u = plan.metric.useful_effect
         self.fixed = plan.sequential is None
-        self.start = design.looks[0]
-        self._at: dict[float, float] = {}
-        self._needed: dict[float, int | None] = {}
-
-    def looks_for(self, most: int) -> tuple[int, ...]:
-        """A fixed list stays one look; a sequential design keeps its start and grows."""
-        return (most,) if self.fixed else growing_looks(min(self.start, most), most)
 
     def at(self, sd: float) -> float:
-        if sd not in self._at:
-            self._at[sd] = power_at(self.design, sd, self.u)
-        return self._at[sd]
+        return _power(self.design, sd, self.u)
 
     def needed(self, sd: float) -> int | None:
-        if sd not in self._needed:
-            self._needed[sd] = max_for_power(self.design, sd, self.u, self.looks_for)
-        return self._needed[sd]
+        return _needed(self.design, sd, self.u, self.fixed)
 
     def decidable_sd(self) -> float:
         """The largest paired spread at which the design reaches 80% power: a bisection on
@@ -319,3 +309,19 @@ class _Power:
             mid = (low + high) / 2
             low, high = (mid, high) if self.at(mid) >= POWER else (low, mid)
         return low
+
+
+@lru_cache(maxsize=256)
+def _power(design: LookDesign, sd: float, useful_effect: float) -> float:
+    return power_at(design, sd, useful_effect)
+
+
+@lru_cache(maxsize=256)
+def _needed(design: LookDesign, sd: float, useful_effect: float, fixed: bool) -> int | None:
+    start = design.looks[0]
+
+    def looks_for(most: int) -> tuple[int, ...]:
+        """A fixed list stays one look; a sequential design keeps its start and grows."""
+        return (most,) if fixed else growing_looks(min(start, most), most)
+
+    return max_for_power(design, sd, useful_effect, looks_for)
