@@ -224,7 +224,7 @@ def auto_decision(
     )
     healthy = (
         f"the control is healthy and the main phase fits: {_duration(sizing.expected_hours)} "
-        f"expected{worst} of {_duration(available)} available"
+        f"expected{worst} of {_duration(available)} available{_power(sizing)}"
     )
     return GateDecision(
         decision="continue",
@@ -232,6 +232,20 @@ def auto_decision(
         numbers=numbers,
         sizing=sizing,
     )
+
+
+def _power(sizing: Sizing) -> str:
+    """`; power at 2x the useful effect 64% with max 12 (80% needs max 17)`, when known."""
+    if sizing.power is None or sizing.max_seeds is None:
+        return ""
+    need = ""
+    if sizing.power < 0.8:
+        need = (
+            f" (80% needs max {sizing.suggested_max})"
+            if sizing.suggested_max
+            else " (80% needs more than 400 seeds)"
+        )
+    return f"; power at 2x the useful effect {sizing.power:.0%} with max {sizing.max_seeds}{need}"
 
 
 def apply_answer(

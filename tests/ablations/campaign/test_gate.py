@@ -216,3 +216,16 @@ def test_an_essential_variant_rejected_on_one_pilot_seed_is_kept(demo_data: dict
     decision = auto_decision(plan, _rejected(pilot, "width=16", {0}), PASSED, main, slots=1)
     assert decision.decision == "continue" and decision.drop == []
     assert "kept essential width=16 (rejected on 1/1 pilot seeds" in decision.reason
+
+
+def test_the_gate_states_the_power_its_max_buys(demo_data: dict[str, Any]) -> None:
+    demo_data["seeds"] = {"start": 3, "max": 12, "looks": [3, 5, 8, 12], "expected_sd": 0.01}
+    plan, pilot, main = _setup(demo_data)
+    decision = auto_decision(plan, [_record(r) for r in pilot], PASSED, main, slots=1)
+    assert decision.decision == "continue" and decision.sizing is not None
+    power = decision.sizing.power
+    assert power is not None and 0.5 < power < 0.8  # 12 seeds at a spread of one useful effect
+    suggested = decision.sizing.suggested_max
+    assert suggested is not None and suggested > 12
+    assert f"power at 2x the useful effect {power:.0%} with max 12" in decision.reason
+    assert f"(80% needs max {suggested})" in decision.reason
