@@ -1,8 +1,13 @@
 """The gate asked in the Prefect UI: the Resume form, its help, and the recommendation shown.
 
-The form refuses a conflicting answer instead of silently changing it: its JSON schema (which
-the server checks before it resumes the run) allows `continue` only with an empty drop list,
-so the run stays paused and the UI shows the reason.
+The form refuses a conflicting answer instead of silently changing it. Prefect 3.9's server
+checks a resume's input against the JSON schema the pause stored, and only that (the
+`resume_flow_run` endpoint, `schema_tools.validate`): a refusal there keeps the run paused
+and the UI shows it beside the field. A pydantic validator is not in the schema: the server
+would accept the input and the flow's own `RunInput.load` would then raise, after the run was
+resumed. So every refusal is written into the schema: `continue` only with an empty drop
+list, and `drop`'s items an enum of what may be dropped (never the control: every variant is
+compared with it). The validators below say the same for Python callers.
 """
 
 # No `from __future__ import annotations`: pydantic builds the form's model from these
@@ -14,10 +19,10 @@ from prefect import pause_flow_run
 from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout
 from prefect.input import RunInput
-from pydantic import ConfigDict, Field, create_model
+from pydantic import ConfigDict, Field, create_model, field_validator
 
 from ablations.campaign.gate import GateDecision, apply_answer
-from ablations.plan.variants import PlannedRun
+from ablations.plan.variants import CONTROL, PlannedRun
 from ablations.progress import say
 
 DECISION_HELP = (
@@ -27,7 +32,8 @@ DECISION_HELP = (
 )
 DROP_HELP = (
     "Only with trim: main-phase run ids or variant names (a variant drops every seed of it) "
-    "to drop. Nothing can be added. Must be empty with continue: choose trim to drop runs."
+    "to drop. Nothing can be added, and the control cannot be dropped (every variant is "
+    "compared with it). Must be empty with continue: choose trim to drop runs."
 )
 NOTE_HELP = "Why, for the record (written to gate.json and the report)."
 
@@ -44,24 +50,41 @@ class GateAnswer(RunInput):
     model_config = ConfigDict(json_schema_extra=_CONTINUE_DROPS_NOTHING)
 
     decision: Literal["continue", "trim", "reframe"] = Field(description=DECISION_HELP)
-    drop: list[str] = Field(default_factory=list, description=DROP_HELP)
+    drop: list[str] = Field(
+        default_factory=list,
+        description=DROP_HELP,
+        json_schema_extra={"items": {"type": "string", "not": {"const": CONTROL}}},
+    )
     note: str = Field(default="", description=NOTE_HELP)
+
+    @field_validator("drop")
+    @classmethod
+    def _never_the_control(cls, drop: list[str]) -> list[str]:
+        if CONTROL in drop:
+            raise ValueError(
+                "the control cannot be dropped: every variant is compared with it "
+                "(choose reframe to end the campaign)"
+            )
+        return drop
 
 
 def droppable(main: list[PlannedRun]) -> list[str]:
-    """What the form may drop: every main-phase variant (the control too), then every run id."""
-    variants = list(dict.fromkeys(r.variant for r in main))
-    return variants + [r.run_id for r in main]
+    """What the form may drop: every main-phase variant but the control, then their run ids
+    (the control's runs are what every variant is compared with)."""
+    runs = [r for r in main if r.variant != CONTROL]
+    variants = list(dict.fromkeys(r.variant for r in runs))
+    return variants + [r.run_id for r in runs]
 
 
 def drop_help(main: list[PlannedRun]) -> str:
     """The drop field's help, naming this plan's variants and one of its run ids."""
-    variants = list(dict.fromkeys(r.variant for r in main))
-    if not main:
-        return DROP_HELP + " This campaign has no main-phase runs."
+    runs = [r for r in main if r.variant != CONTROL]
+    variants = list(dict.fromkeys(r.variant for r in runs))
+    if not runs:
+        return DROP_HELP + " This campaign has no main-phase variant runs."
     return (
         f"{DROP_HELP} Variants: {', '.join(variants)}. Run ids: <variant>-s<seed>-<hash>, "
-        f"e.g. {main[-1].run_id}."
+        f"e.g. {runs[-1].run_id}."
     ).replace("<", "\\<")  # the UI renders markdown: keep the placeholders visible
 
 

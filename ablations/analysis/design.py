@@ -1,17 +1,30 @@
-"""A sequential design: looks at growing seed counts, alpha/m spent over them per variant.
+"""A sequential design: looks at growing seed counts, alpha spent over them and shared among
+the variants.
 
 `ablations.analysis.sequential` documents the method; `spending` the spending functions and
-the group-sequential boundaries.
+the many-to-one split of one look's error.
 """
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from ablations.analysis.spending import Spending, nominal_errors, spent_by_look
+from ablations.analysis.spending import Spending, family_spent, many_to_one_error
+from ablations.plan.design import Correction
+
+RHO_STEP = 0.1
+"""The correlation a boundary assumes is rounded down to a multiple of this: rounding down
+only widens the intervals (a lower correlation needs a higher bound), and a few values cover
+every look, so each boundary is computed once per process."""
+
+
+def rho_steps(rho: float) -> int:
+    """`rho` rounded down to a multiple of `RHO_STEP` (at most 0.9), in steps."""
+    return math.floor(max(0.0, min(rho, 0.9)) / RHO_STEP + 1e-9)
 
 
 class LookBoundary(BaseModel):
@@ -28,8 +41,13 @@ class LookBoundary(BaseModel):
     alpha_spent: float
     """Family-wise error spent up to and including this look."""
     level: float
-    """Confidence level of each variant's two-sided interval here: one minus the nominal
-    error of the group-sequential boundary that spends alpha / m over the looks."""
+    """Confidence level of each variant's two-sided interval here: one minus this look's
+    share of the family-wise error, split among `comparisons` variants."""
+    comparisons: int
+    """Variants the look's error is split among: every registered one, less those an
+    earlier look decided by a claim (many-to-one's step-down)."""
+    rho: float
+    """Correlation between the variants' statistics the split assumed (0: none assumed)."""
 
 
 class LookDesign(BaseModel):
@@ -45,7 +63,15 @@ class LookDesign(BaseModel):
     """How alpha is spent over the looks: `obrien_fleming` (little early, most at the last
     look), `pocock` (evenly in seeds) or `equal` (the same share at each look)."""
     comparisons: int
-    """Number of variants compared with the control (m); alpha is divided among them."""
+    """Number of variants compared with the control (m); alpha is shared among them."""
+    correction: Correction = "many_to_one"
+    """`many_to_one`: each look's error split jointly (Dunnett) at the correlation the shared
+    control induces, with step-down; `bonferroni`: alpha / m per variant."""
+    futility: float = 0.1
+    """An open variant stops when its predicted chance of any claim by the last look is
+    below this (0: never)."""
+    futility_from: int = 1
+    """The first look (1-based) at which futility may stop a variant."""
 
     @field_validator("looks")
     @classmethod
@@ -61,6 +87,8 @@ class LookDesign(BaseModel):
             problems.append(f"alpha must be between 0 and 1, got {self.alpha}")
         if self.comparisons < 1:
             problems.append(f"comparisons must be at least 1, got {self.comparisons}")
+        if not 0.0 <= self.futility < 1.0:
+            problems.append(f"futility must be in [0, 1), got {self.futility}")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -70,30 +98,67 @@ class LookDesign(BaseModel):
         """Seeds per variant at the last look."""
         return self.looks[-1]
 
-    def boundary(self, look: int) -> LookBoundary:
-        """The boundary of `look` (0-based)."""
-        return _boundaries(self.looks, self.alpha, self.spending, self.comparisons)[look]
+    def remaining(self, claimed: int) -> int:
+        """Variants the error is split among after `claimed` were decided by a claim."""
+        if self.correction == "bonferroni":
+            return self.comparisons
+        return max(1, self.comparisons - claimed)
+
+    def boundary(self, look: int, *, claimed: int = 0, rho: float = 0.0) -> LookBoundary:
+        """The boundary of `look` (0-based) after `claimed` variants were decided by a claim
+        at earlier looks, for statistics correlated `rho` (rounded down to `RHO_STEP`)."""
+        if self.correction == "bonferroni":
+            rho = 0.0
+        return _boundaries(
+            self.looks,
+            self.alpha,
+            self.spending,
+            self.comparisons,
+            self.remaining(claimed),
+            self.correction,
+            rho_steps(rho),
+        )[look]
+
+    def last_boundary(self, *, claimed: int = 0, rho: float = 0.0) -> LookBoundary:
+        """The boundary of the last look (what sizing and the seeds a variant needs use)."""
+        return self.boundary(len(self.looks) - 1, claimed=claimed, rho=rho)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def _boundaries(
-    looks: tuple[int, ...], alpha: float, spending: Spending, comparisons: int
+    looks: tuple[int, ...],
+    alpha: float,
+    spending: Spending,
+    comparisons: int,
+    remaining: int,
+    correction: Correction,
+    rho_steps: int,
 ) -> tuple[LookBoundary, ...]:
-    share = alpha / comparisons  # Bonferroni: each variant spends its share over the looks
-    cumulative = spent_by_look(spending, share, looks)
-    errors = nominal_errors(spending, share, looks)
-    return tuple(
-        LookBoundary(
-            look=k,
-            seeds=seeds,
-            fraction=seeds / looks[-1],
-            alpha_spent=comparisons * cumulative[k],
-            level=1.0 - errors[k],
+    rho = rho_steps * RHO_STEP
+    cumulative = family_spent(spending, alpha, comparisons, looks)
+    out = []
+    for k, seeds in enumerate(looks):
+        increment = cumulative[k] - (cumulative[k - 1] if k else 0.0)
+        if correction == "bonferroni":
+            error = increment / comparisons
+        else:
+            error = many_to_one_error(remaining, rho, increment)
+        out.append(
+            LookBoundary(
+                look=k,
+                seeds=seeds,
+                fraction=seeds / looks[-1],
+                alpha_spent=cumulative[k],
+                level=1.0 - error,
+                comparisons=remaining,
+                rho=rho,
+            )
         )
-        for k, seeds in enumerate(looks)
-    )
+    return tuple(out)
 
 
-def fixed_design(n_seeds: int, comparisons: int, alpha: float = 0.05) -> LookDesign:
-    """A list of seeds: one look at its length, Bonferroni-corrected across the variants."""
-    return LookDesign(looks=(n_seeds,), alpha=alpha, comparisons=comparisons)
+def fixed_design(
+    n_seeds: int, comparisons: int, alpha: float = 0.05, correction: Correction = "many_to_one"
+) -> LookDesign:
+    """A list of seeds: one look at its length, corrected across the variants."""
+    return LookDesign(looks=(n_seeds,), alpha=alpha, comparisons=comparisons, correction=correction)

@@ -1,32 +1,42 @@
 """The looks of a campaign's main phase as records: what each look decided, and what follows.
 
-A look judges every variant still open on its paired seeds so far (`judge_look`) and is
-recorded once (`LookRecord`, in `looks.json` and the manifest); a later look never revisits an
-earlier one. From the records follow which variants are still open, which registered runs no
-look needed, and each variant's final judgement for the report.
+A look judges every variant still open on its paired seeds so far and is recorded once
+(`LookRecord`, in `looks.json` and the manifest); a later look never revisits an earlier one.
+`judge_recorded_look` is the one entry point from the registered plan and the run records to
+a look's judgements: the campaign (`campaign.looks.decide_look`) and `ablate verify`
+(`campaign.looks.rejudged_looks`, every look again from a folder) both call it. From the
+records follow which variants are still open, which registered runs no look needed, and each
+variant's final judgement.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
-from ablations.analysis.sequential import Judgement, LookDesign
-from ablations.plan.design import alpha_of, spending_of
+from ablations.analysis.sequential import Judgement, LookDesign, judge_look
+from ablations.analysis.verdicts import runs_verdict
+from ablations.plan.design import alpha_of, correction_of, futility_of, spending_of
 from ablations.plan.model import Plan
 from ablations.plan.variants import CONTROL, PlannedRun, variant_names
+from ablations.records import RunRecord
 
 
 def look_design(plan: Plan) -> LookDesign:
-    """The plan's seed design as the statistics see it: looks, alpha, spending, and the
-    number of variants compared with the control (every registered one: trimming a variant
-    does not free its share of alpha)."""
+    """The plan's seed design as the statistics see it: looks, alpha, spending, correction,
+    futility, and the number of variants compared with the control (every registered one:
+    trimming a variant does not free its share of alpha)."""
+    futility = futility_of(plan.seeds)
     return LookDesign(
         looks=plan.look_sizes,
         alpha=alpha_of(plan.seeds),
         spending=spending_of(plan.seeds),
         comparisons=max(1, len(variant_names(plan)) - 1),
+        correction=correction_of(plan.seeds),
+        futility=futility.threshold,
+        futility_from=futility.from_look,
     )
 
 
@@ -47,6 +57,10 @@ class LookRecord(BaseModel):
     """Family-wise alpha spent up to and including this look."""
     level: float
     """The nominal two-sided level of each variant's interval at this look."""
+    comparisons: int | None = None
+    """Variants this look's error was split among (None in looks recorded before it)."""
+    rho: float | None = None
+    """Correlation between the variants' statistics the split assumed."""
     judgements: list[Judgement]
     """Each variant open before this look, as judged at it."""
     budget_ended: list[str] = []
@@ -55,11 +69,26 @@ class LookRecord(BaseModel):
     decided_at: float
     """Epoch seconds when the look was recorded."""
 
+    @model_serializer(mode="wrap")
+    def _as_recorded(self, handler: Any) -> dict[str, Any]:
+        """Fields added since looks were first recorded are written only when set, so an
+        older record is written back byte for byte."""
+        data: dict[str, Any] = handler(self)
+        for key in ("comparisons", "rho"):
+            if key not in self.model_fields_set:
+                data.pop(key, None)
+        return data
+
     @property
     def still_open(self) -> list[str]:
         """Variants that go on to the next look."""
         ended = set(self.budget_ended)
         return [j.variant for j in self.judgements if not j.decided and j.variant not in ended]
+
+    @property
+    def claims(self) -> int:
+        """Variants this look decided by a claim (each frees its share of alpha)."""
+        return sum(j.claimed for j in self.judgements)
 
 
 class Looks(BaseModel):
@@ -76,6 +105,10 @@ class Looks(BaseModel):
         previous = self.looks[look - 1]
         keep = set(previous.still_open)
         return [v for v in candidates if v in keep]
+
+    def claimed_before(self, look: int) -> int:
+        """Variants decided by a claim at looks before `look`."""
+        return sum(record.claims for record in self.looks[:look])
 
     def with_look(self, record: LookRecord) -> Looks:
         """These looks and the next one (looks are recorded in order, once)."""
@@ -145,3 +178,59 @@ def diffs_by_variant(
         mine = values.get(variant, {})
         out[variant] = [mine[s] - control[s] for s in seeds if s in mine and s in control]
     return out
+
+
+def look_candidates(plan: Plan, dropped: Collection[str], main: Iterable[PlannedRun]) -> list[str]:
+    """Variants the looks judge: every one compared with the control, unless the gate
+    dropped all its main runs (`dropped`: run ids)."""
+    kept: dict[str, bool] = {}
+    for run in main:
+        if run.variant != CONTROL:
+            kept[run.variant] = kept.get(run.variant, False) or run.run_id not in dropped
+    return [name for name, keep in kept.items() if keep]
+
+
+def judge_recorded_look(
+    plan: Plan,
+    records: Iterable[RunRecord],
+    look: int,
+    open_now: Sequence[str],
+    claimed: int,
+) -> list[Judgement]:
+    """The judgements of `look` from the registered plan and the run records: every variant
+    of `open_now` (open before this look), decided by its runs when any of its main runs of
+    the look's seeds was stopped, rejected or failed, else by its paired interval on those
+    seeds (`judge_look`, `claimed` variants decided by a claim at earlier looks). Runs of
+    later seeds are never read."""
+    design = look_design(plan)
+    seeds = set(plan.seed_list[: design.looks[look]])
+    metric = plan.metric.name
+    by_variant: dict[str, list[RunRecord]] = {}
+    for record in records:
+        if record.phase == "main" and record.seed in seeds and record.status != "trimmed":
+            by_variant.setdefault(record.variant, []).append(record)
+    by_runs: dict[str, Judgement] = {}
+    values: dict[str, dict[int, float]] = {}
+    for variant in [CONTROL, *open_now]:
+        finished = by_variant.get(variant, [])
+        failure = runs_verdict(finished) if variant != CONTROL else None
+        if failure is not None:
+            verdict, note = failure
+            by_runs[variant] = Judgement.without_interval(
+                variant,
+                look,
+                design.boundary(look, claimed=claimed),
+                verdict=verdict,
+                decided=True,
+                note=note,
+            )
+            continue
+        values[variant] = {
+            r.seed: r.metrics[metric]
+            for r in finished
+            if r.status == "accepted" and metric in r.metrics
+        }
+    judged = [v for v in open_now if v not in by_runs]
+    diffs = diffs_by_variant(values, judged, sorted(seeds))
+    intervals = judge_look(design, look, plan.metric, diffs, claimed) if judged else {}
+    return [by_runs.get(v) or intervals[v] for v in open_now]

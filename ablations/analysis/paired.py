@@ -78,8 +78,8 @@ class Effect(BaseModel):
 
     @property
     def label(self) -> str:
-        """The verdict as shown: `input truncated (pilot)` for a verdict from the pilot."""
-        return f"{self.verdict} (pilot)" if self.from_pilot else self.verdict
+        """The verdict as shown: `input truncated in the pilot` for a verdict from the pilot."""
+        return f"{self.verdict} in the pilot" if self.from_pilot else self.verdict
 
 
 class ExcludedRun(BaseModel):
@@ -273,14 +273,26 @@ def _judged_once(
     return judge_look(design, 0, metric, diffs)
 
 
+ACROSS_AN_EDGE = "the adjusted interval crosses an edge of the useful-effect band"
+"""Why an interval verdict is `inconclusive` (the interval the verdict comes from: corrected
+across the variants and looks, never the uncorrected 95% one, which may itself claim)."""
+
+
 def _note(effect: Effect, judgement: Judgement) -> str:
-    """Why the verdict is what it is: the interval's own note, unless the looks ended the
-    variant early (futility, the budget), plus the seeds an open one would need."""
+    """Why the verdict is what it is, from the same corrected interval as the verdict: the
+    looks' own note when they ended the variant early (futility, the budget); for an open
+    one, the band's edge it crosses and the seeds it would need."""
     if judgement.futile or judgement.note.startswith(BUDGET_ENDED):
         return judgement.note
-    if judgement.verdict == "inconclusive" and judgement.seeds_needed and judgement.n_pairs >= 2:
-        return f"{effect.note}; about {judgement.seeds_needed} seeds would decide it"
-    return effect.note
+    if judgement.n_pairs < 2:
+        return effect.note  # a single seed or none: no interval to speak of
+    if effect.sd == 0.0:
+        return effect.note  # every pair moved alike: the interval is a point
+    if judgement.verdict != "inconclusive":
+        return ""
+    if judgement.seeds_needed:
+        return f"{ACROSS_AN_EDGE}; about {judgement.seeds_needed} seeds would decide it"
+    return f"{ACROSS_AN_EDGE}; its mean sits on the edge, so more seeds may not decide it"
 
 
 def _with_judgement(effect: Effect, judgement: Judgement | None) -> Effect:

@@ -1,21 +1,21 @@
-"""How many seeds a variant would need: to decide from its data so far, or for a given power.
+"""How many seeds a variant would need to decide, from its data so far.
 
-Both use the level of the design's last look: the early looks only add to the chance.
+It uses the level of the design's last look: the early looks only add to the chance. (The
+power a design buys, and the `max` that buys 80%, are simulated through the looks
+themselves: `ablations.analysis.simulate`.)
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 from scipy import special
 
-from ablations.analysis.design import LookDesign
 from ablations.analysis.pooling import critical_value
 from ablations.plan.sections import MetricSection
 
 MAX_SEEDS = 10_000
-"""Seed counts are not searched beyond this: `seeds_for_power` returns it as "beyond reach"."""
+"""Seed counts are not searched beyond this."""
 
 
 def _rooms(gain: float, metric: MetricSection) -> list[float]:
@@ -54,27 +54,3 @@ def seeds_to_decide(gain: float, sd: float, level: float, metric: MetricSection)
         mid = (low + high) // 2
         low, high = (low, mid) if decides(mid) else (mid + 1, high)
     return low
-
-
-def seeds_for_power(
-    sd: float,
-    metric: MetricSection,
-    design: LookDesign,
-    power: float = 0.8,
-    effect_multiple: float = 2.0,
-) -> int:
-    """Seeds per variant for `power` to claim `better` (or `worse`) when the true effect is
-    `effect_multiple` x the useful effect, at the level of the design's last look (the early
-    looks only add to it). A one-sided paired t from statsmodels at half the interval's error;
-    `MAX_SEEDS` means beyond any reasonable count."""
-    from statsmodels.stats.power import TTestPower  # a second to import: only when sizing
-
-    if effect_multiple <= 1.0:
-        raise ValueError(f"effect_multiple must exceed 1 (the margin), got {effect_multiple}")
-    if sd <= 0.0:
-        return 2
-    error = 1.0 - design.boundary(len(design.looks) - 1).level
-    effect = (effect_multiple - 1.0) * metric.useful_effect / sd
-    counts = np.arange(2, MAX_SEEDS + 1)
-    reached = TTestPower().power(effect, counts, error / 2.0, alternative="larger") >= power
-    return int(counts[np.argmax(reached)]) if reached.any() else MAX_SEEDS

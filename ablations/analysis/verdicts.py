@@ -15,7 +15,7 @@ this order:
 2. `not run`: every main run was trimmed at the gate; the note names who trimmed it (the
    policy, a person in the UI, the policy after the UI timed out) and why. When its pilot runs
    were stopped or rejected, that is why it was trimmed: the verdict is the pilot's (as in 1,
-   marked "(pilot)").
+   marked "in the pilot").
 3. From the paired interval of variant - control (corrected across variants and looks:
    `ablations.analysis.sequential`), oriented so that a positive gain is better, against
    the useful-effect band [-u, +u] and the plan's `metric.decision_rule`:
@@ -40,6 +40,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import get_args
 
+import numpy as np
+
 from ablations.plan.sections import DecisionRule, MetricSection, Verdict
 from ablations.records import RunRecord
 
@@ -62,27 +64,49 @@ TRIMMED_BY = {
 }
 
 
-def interval_verdict(low: float, high: float, metric: MetricSection) -> Verdict:
-    """The verdict of an interval of `variant - control` under the plan's decision rule."""
+INTERVAL_VERDICTS: tuple[Verdict, ...] = (
+    "inconclusive",
+    "better",
+    "worse",
+    "not worse",
+    "equivalent",
+)
+"""What an interval can conclude; `interval_verdicts` returns indices into it (0: no claim)."""
+
+
+def interval_verdicts(low: np.ndarray, high: np.ndarray, metric: MetricSection) -> np.ndarray:
+    """The verdicts of intervals of `variant - control` under the plan's decision rule, as
+    indices into `INTERVAL_VERDICTS` (arrays of any shape; NaN ends give `inconclusive`)."""
     sign = 1.0 if metric.direction == "maximize" else -1.0
-    gain_low, gain_high = sorted((sign * low, sign * high))  # positive gain = better
+    gain_low = np.minimum(sign * low, sign * high)  # positive gain = better
+    gain_high = np.maximum(sign * low, sign * high)
     u = metric.useful_effect
     rule: DecisionRule = metric.decision_rule
-    if gain_low >= u:
-        return "better"
-    if gain_high <= -u:
-        return "worse"
+    codes = np.zeros(np.shape(gain_low), dtype=int)
+    codes[gain_low >= u] = 1
+    codes[(codes == 0) & (gain_high <= -u)] = 2
     if rule == "non_inferiority":
-        return "not worse" if gain_low > -u else "inconclusive"
-    if -u < gain_low and gain_high < u:
-        return "equivalent"
-    return "inconclusive"
+        codes[(codes == 0) & (gain_low > -u)] = 3
+    else:
+        codes[(codes == 0) & (gain_low > -u) & (gain_high < u)] = 4
+    return codes
+
+
+def interval_verdict(low: float, high: float, metric: MetricSection) -> Verdict:
+    """The verdict of one interval of `variant - control` under the plan's decision rule."""
+    code = interval_verdicts(np.array([low]), np.array([high]), metric)[0]
+    return INTERVAL_VERDICTS[int(code)]
 
 
 def _kind(record: RunRecord) -> tuple[Verdict, str, str]:
     """(verdict, group heading, detail) of one run that was not accepted."""
     if record.stop is not None:
         verdict, words = STOP_WORDS[record.stop.rule]
+        pilot = record.checkpoint.pilot_step if record.phase == "main" else 0
+        if record.stop.rule == "quality" and 0 < record.stop.step <= pilot:
+            # where its pilot was judged, early in training: not a final result
+            heading = f"stopped early (within the pilot's {pilot} steps, not a final result): "
+            return verdict, heading + words, str(record.stop.step)
         return verdict, f"stopped: {words}", str(record.stop.step)
     if record.status == "rejected":
         why = record.rejection.message if record.rejection else "no acceptance reason recorded"

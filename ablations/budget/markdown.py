@@ -70,6 +70,8 @@ def budget_markdown(assessment: BudgetAssessment) -> str:
         head, *variants, cases = a.sizing.lines()
         out.append(f"- Sizing: {head} " + "; ".join(v.strip() for v in variants))
         out.append(f"- Sizing: {cases}")
+        if a.sizing.warning():
+            out.append(f"- Warning: {a.sizing.warning()}")
     out += cost_lines(a.cost)
     return "\n".join(out)
 

@@ -7,9 +7,10 @@ The policy reads only the pilot's records, the preflight report and the measured
   the plan, not of the question);
 - reframe when a registered trigger fires (the control stopped, failed or is under the
   threshold), or when even the essential runs cannot fit the window;
-- trim the main runs of variants the pilot already stopped (an essential variant only with
-  `trim_essential`, every pilot seed stopped and at least two of them), then drop the lowest
-  categories (the plan's `trim_order`) while the projected time does not fit the window;
+- trim the main runs of variants the pilot already stopped, or rejected below the quality
+  threshold (an essential variant only with `trim_essential`, every pilot seed stopped or
+  rejected and at least two of them), then drop the lowest categories (the plan's
+  `trim_order`) while the projected time does not fit the window;
 - otherwise continue.
 A person answering in the UI may only drop registered runs, never add new ones.
 """
@@ -72,30 +73,51 @@ def preflight_defect(preflight: PreflightReport) -> str:
     return "; ".join(defects) or "preflight did not pass (no report recorded); rerun it"
 
 
-def _stopped_in_pilot(plan: Plan, pilot: list[RunRecord]) -> tuple[list[str], list[str]]:
-    """(variants to trim, why essential ones are kept) from the pilot's stopped runs.
+def _failed_in_pilot(plan: Plan, pilot: list[RunRecord]) -> tuple[list[str], list[str]]:
+    """(reasons with the variants to trim, why essential ones are kept) from the pilot's
+    stopped runs (`trim_stopped`) and rejected ones (`trim_rejected`).
 
     An essential variant is never dropped on one seed alone: only with `trim_essential`,
-    every pilot seed of it stopped, and at least two pilot seeds."""
-    trim: list[str] = []
+    every pilot seed of it stopped or rejected, and at least two pilot seeds."""
+    wanted = {"stopped"} if plan.gate.trim_stopped else set()
+    if plan.gate.trim_rejected:
+        wanted.add("rejected")
+    trim: dict[str, str] = {}
     kept: list[str] = []
-    for variant in sorted({r.variant for r in pilot if r.status == "stopped"}):
+    for variant in sorted({r.variant for r in pilot if r.status in wanted} - {CONTROL}):
         runs = [r for r in pilot if r.variant == variant]
-        stopped = sum(r.status == "stopped" for r in runs)
+        bad = [r for r in runs if r.status in wanted]
         essential = runs[0].category == "essential"
-        if not essential or (plan.gate.trim_essential and stopped == len(runs) >= 2):
-            trim.append(variant)
-        else:
-            why = (
-                "gate.trim_essential is off"
-                if not plan.gate.trim_essential
-                else "trimming it needs every one of at least 2 pilot seeds stopped"
-            )
-            kept.append(
-                f"kept essential {variant} (stopped on {stopped}/{len(runs)} pilot seeds; "
-                f"{why}): drop it in the UI gate to trim it"
-            )
-    return trim, kept
+        how = "stopped" if all(r.status == "stopped" for r in bad) else "rejected"
+        if not essential or (plan.gate.trim_essential and len(bad) == len(runs) >= 2):
+            trim[variant] = how
+            continue
+        why = (
+            "gate.trim_essential is off"
+            if not plan.gate.trim_essential
+            else "trimming it needs every one of at least 2 pilot seeds stopped or rejected"
+        )
+        kept.append(
+            f"kept essential {variant} ({how} on {len(bad)}/{len(runs)} pilot seeds; "
+            f"{why}): drop it in the UI gate to trim it"
+        )
+    reasons = []
+    stopped = [v for v, how in trim.items() if how == "stopped"]
+    rejected = [v for v, how in trim.items() if how == "rejected"]
+    if stopped:
+        reasons.append(f"stopped in the pilot: {', '.join(stopped)}")
+    if rejected:
+        reasons.append(f"fails threshold in the pilot: {', '.join(_below(pilot, rejected))}")
+    return [*stopped, *rejected], [*reasons, *kept]
+
+
+def _below(pilot: list[RunRecord], variants: list[str]) -> list[str]:
+    """`width=8 (accuracy 0.62 < threshold 0.85 at step 100)`: each rejected variant, why."""
+    out = []
+    for variant in variants:
+        record = next(r for r in pilot if r.variant == variant and r.status == "rejected")
+        out.append(f"{variant} ({record.rejection.message})" if record.rejection else variant)
+    return out
 
 
 def _missing_metric(pilot: list[RunRecord]) -> str | None:
@@ -160,12 +182,10 @@ def auto_decision(
 
     reasons: list[str] = []
     drop: list[str] = []
-    kept_notes: list[str] = []
-    if plan.gate.trim_stopped:
-        stopped, kept_notes = _stopped_in_pilot(plan, pilot)
-        if stopped:
-            drop += [r.run_id for r in main_runs if r.variant in stopped]
-            reasons.append(f"stopped in the pilot: {', '.join(stopped)}")
+    failed, notes = _failed_in_pilot(plan, pilot)
+    drop += [r.run_id for r in main_runs if r.variant in failed]
+    reasons += [n for n in notes if not n.startswith("kept ")]
+    kept_notes = [n for n in notes if n.startswith("kept ")]
 
     estimate = estimate_from_records(pilot, plan)
     kept = [r for r in main_runs if r.run_id not in drop]
@@ -222,7 +242,7 @@ def auto_decision(
     )
     healthy = (
         f"the control is healthy and the main phase fits: {_duration(sizing.expected_hours)} "
-        f"expected{worst} of {_duration(available)} available"
+        f"expected{worst} of {_duration(available)} available{_power(sizing)}"
     )
     return GateDecision(
         decision="continue",
@@ -230,6 +250,20 @@ def auto_decision(
         numbers=numbers,
         sizing=sizing,
     )
+
+
+def _power(sizing: Sizing) -> str:
+    """`; power at 2x the useful effect 64% with max 12 (80% needs max 17)`, when known."""
+    if sizing.power is None or sizing.max_seeds is None:
+        return ""
+    need = ""
+    if sizing.power < 0.8:
+        need = (
+            f" (80% needs max {sizing.suggested_max})"
+            if sizing.suggested_max
+            else " (80% needs more than 400 seeds)"
+        )
+    return f"; power at 2x the useful effect {sizing.power:.0%} with max {sizing.max_seeds}{need}"
 
 
 def apply_answer(
@@ -240,18 +274,24 @@ def apply_answer(
     main_runs: list[PlannedRun],
     source: Literal["ui", "timeout"] = "ui",
 ) -> GateDecision:
-    """A person's answer: only registered main runs (by id or variant name) can be dropped."""
+    """A person's answer: only registered main runs of variants (by id or variant name) can
+    be dropped, never the control's (the UI's form refuses it before this is reached)."""
     by_variant: dict[str, list[str]] = {}
     for run in main_runs:
-        by_variant.setdefault(run.variant, []).append(run.run_id)
-    ids = {r.run_id for r in main_runs}
+        if run.variant != CONTROL:  # every variant is compared with it: never droppable
+            by_variant.setdefault(run.variant, []).append(run.run_id)
+    ids = {run_id for runs in by_variant.values() for run_id in runs}
+    controls = {r.run_id for r in main_runs if r.variant == CONTROL} | {CONTROL}
     chosen: list[str] = []
     ignored: list[str] = []
+    refused: list[str] = []
     for item in drop:
         if item in ids:
             chosen.append(item)
         elif item in by_variant:
             chosen += by_variant[item]
+        elif item in controls:
+            refused.append(item)
         else:
             ignored.append(item)
     if decision == "trim" and not drop:
@@ -263,6 +303,8 @@ def apply_answer(
         reason += f" ({note})"
     if ignored:
         reason += f"; ignored unknown runs {ignored} (only registered runs can be dropped)"
+    if refused:
+        reason += f"; kept the control {refused} (every variant is compared with it)"
     return GateDecision(
         decision=decision,
         reason=reason,

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import time
 
-from ablations.analysis.looks import LookRecord, Looks, diffs_by_variant, look_design
-from ablations.analysis.sequential import Judgement, LookDesign, judge_look
-from ablations.analysis.verdicts import runs_verdict
+from ablations.analysis.looks import (
+    LookRecord,
+    Looks,
+    judge_recorded_look,
+    look_candidates,
+    look_design,
+)
 from ablations.budget import estimate_from_records, project
 from ablations.campaign.campaign import Campaign
 from ablations.crash_points import crash_point
-from ablations.plan.sections import Verdict
 from ablations.plan.variants import CONTROL, PlannedRun
 from ablations.records import RunRecord
 
@@ -33,12 +36,7 @@ def _candidates(campaign: Campaign, main: list[PlannedRun]) -> list[str]:
     """Variants the looks judge: every one compared with the control, unless the gate
     trimmed all its main runs."""
     gate = campaign.gate()
-    dropped = set(gate.drop) if gate else set()
-    names: dict[str, bool] = {}
-    for run in main:
-        if run.variant != CONTROL:
-            names[run.variant] = names.get(run.variant, False) or run.run_id not in dropped
-    return [name for name, kept in names.items() if kept]
+    return look_candidates(campaign.plan, set(gate.drop) if gate else set(), main)
 
 
 def look_runs(campaign: Campaign, look: int) -> list[PlannedRun]:
@@ -56,14 +54,16 @@ def look_runs(campaign: Campaign, look: int) -> list[PlannedRun]:
 
 
 def decide_look(campaign: Campaign, look: int, slots: int) -> LookRecord:
-    """Judge every open variant at `look` and record it; a recorded look is returned as is."""
+    """Judge every open variant at `look` and record it; a recorded look is returned as is.
+    The judging is `judge_at`'s (what `rejudged_looks` repeats for `ablate verify`), on the
+    open variants and claims of the looks recorded before it."""
     looks = recorded_looks(campaign)
     if look < len(looks.looks):
         return looks.looks[look]
     main = campaign.phase("main")
     records = campaign.records()
     open_now = looks.open_at(look, _candidates(campaign, main))
-    record = judge_at(campaign, look, open_now, records)
+    record = judge_at(campaign, look, open_now, records, looks.claimed_before(look))
     record = record.model_copy(
         update={
             "decided_at": time.time(),
@@ -78,14 +78,16 @@ def decide_look(campaign: Campaign, look: int, slots: int) -> LookRecord:
 def rejudged_looks(campaign: Campaign) -> list[LookRecord]:
     """Every recorded look judged again from the run records by `judge_at`, the code that
     decided it (`ablate verify` compares them with looks.json and the manifest). Each look
-    judges the variants the looks judged again before it left open; which variants the
-    budget ended is taken as recorded (it depended on the clock, not the records)."""
+    judges the variants, and counts the claims, of the looks judged again before it; which
+    variants the budget ended is taken as recorded (it depended on the clock, not the
+    records)."""
     recorded = recorded_looks(campaign).looks
     main = campaign.phase("main")
     records = campaign.records()
     again = Looks()
     for look, mine in enumerate(recorded):
-        judged = judge_at(campaign, look, again.open_at(look, _candidates(campaign, main)), records)
+        open_now = again.open_at(look, _candidates(campaign, main))
+        judged = judge_at(campaign, look, open_now, records, again.claimed_before(look))
         judged = judged.model_copy(
             update={"decided_at": mine.decided_at, "budget_ended": mine.budget_ended}
         )
@@ -94,39 +96,22 @@ def rejudged_looks(campaign: Campaign) -> list[LookRecord]:
 
 
 def judge_at(
-    campaign: Campaign, look: int, open_now: list[str], records: dict[str, RunRecord]
+    campaign: Campaign,
+    look: int,
+    open_now: list[str],
+    records: dict[str, RunRecord],
+    claimed: int,
 ) -> LookRecord:
-    """Look `look` judged from the run records: each variant of `open_now` on its paired
-    seeds of looks 0..`look` (never a later seed), with the registered design. Nothing is
-    written, and the record's `decided_at` and `budget_ended` are left for the caller."""
+    """Look `look` judged from the run records (`judge_recorded_look`: each variant of
+    `open_now` on its paired seeds of looks 0..`look`, never a later seed, with the registered
+    design, `claimed` variants claimed before it). Nothing is written; the record's
+    `decided_at` and `budget_ended` are left for the caller."""
     plan = campaign.plan
     design = look_design(plan)
-    main = campaign.phase("main")
-    seeds = set(plan.seed_list[: design.looks[look]])
-    by_runs: dict[str, Judgement] = {}
-    values: dict[str, dict[int, float]] = {}
-    metric = plan.metric.name
-    for variant in [CONTROL, *open_now]:
-        mine = [
-            records[r.run_id]
-            for r in main
-            if r.variant == variant and r.seed in seeds and r.run_id in records
-        ]
-        finished = [r for r in mine if r.status != "trimmed"]
-        failure = runs_verdict(finished) if variant != CONTROL else None
-        if failure is not None:
-            by_runs[variant] = _decided_by_runs(variant, look, design, failure)
-            continue
-        values[variant] = {
-            r.seed: r.metrics[metric]
-            for r in finished
-            if r.status == "accepted" and metric in r.metrics
-        }
-    judged = [v for v in open_now if v not in by_runs]
-    diffs = diffs_by_variant(values, judged, sorted(seeds))
-    judgements = judge_look(design, look, plan.metric, diffs) if judged else {}
-    merged = [by_runs.get(v) or judgements[v] for v in open_now]
-    boundary = design.boundary(look)
+    merged = judge_recorded_look(plan, records.values(), look, open_now, claimed)
+    # One correlation per look: the interval judgements carry the one it assumed.
+    rho = next((j.rho for j in merged if j.ci_low is not None and j.rho is not None), 0.0)
+    boundary = design.boundary(look, claimed=claimed, rho=rho)
     return LookRecord(
         look=look,
         looks=len(design.looks),
@@ -134,18 +119,10 @@ def judge_at(
         alpha=design.alpha,
         alpha_spent=boundary.alpha_spent,
         level=boundary.level,
+        comparisons=boundary.comparisons,
+        rho=boundary.rho,
         judgements=merged,
         decided_at=0.0,
-    )
-
-
-def _decided_by_runs(
-    variant: str, look: int, design: LookDesign, failure: tuple[Verdict, str]
-) -> Judgement:
-    """A variant some of whose runs were stopped, rejected or failed: that is its finding."""
-    verdict, note = failure
-    return Judgement.without_interval(
-        variant, look, design.boundary(look), verdict=verdict, decided=True, note=note
     )
 
 

@@ -89,10 +89,16 @@ class CheckpointManager:
         self.summary.pilot_step = self.expected_step
         if step < self.expected_step:
             # e.g. a memory:// store lives in one worker process: the pilot's ran elsewhere
+            # The store as the folder names it: a file:// one inside it is relative.
+            start = (
+                "trained from the start"
+                if not step
+                else f"resumed from its last checkpoint, at step {step}"
+            )
             self.summary.note = (
-                # The store as the folder names it: a file:// one inside it is relative.
-                f"the pilot's checkpoint at step {self.expected_step} was not found in "
-                f"{self.store_name}: trained from step {step}"
+                f"its pilot left no checkpoint at step {self.expected_step} in "
+                f"{self.store_name} (a stopped pilot commits none there, and a memory:// "
+                f"store lives in the pilot's worker): {start}"
             )
             log.warning("run %s: %s", self.identity.run_id, self.summary.note)
         self.policy.start(step, 0.0)

@@ -91,7 +91,7 @@ def _seeds_line(plan: Plan) -> str:
 def _validate(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)
     print(f"{args.plan}: valid")
-    for warning in plan.pilot_warnings():
+    for warning in plan.pilot_warnings() + plan.decision_warnings():
         print(f"warning: {warning}", file=sys.stderr)
     print(_summary(plan, plan_hash(plan)))
     return EXIT_OK
@@ -169,6 +169,11 @@ def _plan(args: argparse.Namespace) -> int:
     )
     for line in assessment.sizing.lines() if assessment.sizing else []:
         print(line)
+    warnings = plan.pilot_warnings() + plan.decision_warnings()
+    if assessment.sizing is not None and assessment.sizing.warning():
+        warnings.append(str(assessment.sizing.warning()))
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
 

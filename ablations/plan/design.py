@@ -18,8 +18,26 @@ from ablations.plan.sections import PositiveFloat, PositiveInt, Section
 Spending = Literal["obrien_fleming", "pocock", "equal"]
 """How the family-wise alpha is spent over the looks (Lan-DeMets spending functions)."""
 
+Correction = Literal["many_to_one", "bonferroni"]
+"""How the family-wise error is shared among the variants compared with the control."""
+
 MAX_LOOKS = 20
 """More looks than this buy almost nothing and make every look's interval wider."""
+
+
+class Futility(Section):
+    """When an open variant stops early as `inconclusive`: its chance of any claim by `max`,
+    predicted from its mean and spread so far, has fallen below `threshold`. Non-binding: it
+    only ever withholds a claim, so it adds no error. The defaults were chosen by simulation
+    for the most power at twice the useful effect per seed spent (`bench/decision_sim.py
+    --futility-table`)."""
+
+    threshold: float = Field(default=0.1, ge=0.0, lt=1.0, allow_inf_nan=False)
+    """Predicted chance of a claim below which an open variant stops (0: never stops early)."""
+    from_look: PositiveInt = 1
+    """The first look (1-based) at which the rule may stop a variant. Later looks predict
+    better (fewer variants truly 2x the useful effect stopped) but spend more seeds on the
+    hopeless ones."""
 
 
 class SequentialSeeds(Section):
@@ -46,6 +64,13 @@ class SequentialSeeds(Section):
     """How alpha is spent over the looks: `obrien_fleming` (little early, most at the last
     look: early decisions only for clear effects), `pocock` (evenly on the critical value:
     earlier decisions, a wider last interval) or `equal` (equal alpha per look)."""
+    correction: Correction = "many_to_one"
+    """How alpha is shared among the variants: `many_to_one` (each look's intervals computed
+    jointly from the correlation the shared control induces, Dunnett-like, and a variant
+    decided by a claim frees its share for the others) or `bonferroni` (alpha / m each,
+    whatever the correlation: more cautious)."""
+    futility: Futility = Futility()
+    """When an open variant stops early because a claim by `max` has become unlikely."""
     expected_sd: PositiveFloat | None = None
     """A prior for the seed-to-seed standard deviation of a variant's paired difference from
     the control, in metric units: sizes the main phase before the pilot (`ablate plan`,
@@ -75,17 +100,22 @@ class SequentialSeeds(Section):
         """Cumulative seeds per variant at each look."""
         if self.looks is not None:
             return tuple(self.looks)
-        sizes = [self.start]
-        while sizes[-1] < self.max and len(sizes) < MAX_LOOKS - 1:
-            sizes.append(min(self.max, max(sizes[-1] + 1, round(sizes[-1] * 1.5))))
-        if sizes[-1] != self.max:
-            sizes.append(self.max)
-        return tuple(sizes)
+        return growing_looks(self.start, self.max)
 
     @property
     def seeds(self) -> list[int]:
         """Every seed the design may run, in the order they are run."""
         return list(range(self.first, self.first + self.max))
+
+
+def growing_looks(start: int, most: int) -> tuple[int, ...]:
+    """The default looks from `start` to `most`: about 1.5x more seeds each look."""
+    sizes = [min(start, most)]
+    while sizes[-1] < most and len(sizes) < MAX_LOOKS - 1:
+        sizes.append(min(most, max(sizes[-1] + 1, round(sizes[-1] * 1.5))))
+    if sizes[-1] != most:
+        sizes.append(most)
+    return tuple(sizes)
 
 
 def _seeds_kind(value: object) -> str:
@@ -121,6 +151,16 @@ def alpha_of(seeds: SeedsField) -> float:
 def spending_of(seeds: SeedsField) -> Spending:
     """How alpha is spent over the looks (irrelevant with one look)."""
     return "obrien_fleming" if isinstance(seeds, list) else seeds.spending
+
+
+def correction_of(seeds: SeedsField) -> Correction:
+    """How alpha is shared among the variants (`many_to_one` for a list of seeds)."""
+    return "many_to_one" if isinstance(seeds, list) else seeds.correction
+
+
+def futility_of(seeds: SeedsField) -> Futility:
+    """The futility rule (irrelevant with one look)."""
+    return Futility() if isinstance(seeds, list) else seeds.futility
 
 
 def look_of_seed(seeds: SeedsField, index: int) -> int:

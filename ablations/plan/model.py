@@ -24,6 +24,7 @@ from ablations.plan.sections import (
     CampaignSection,
     CheckpointSection,
     ControlSection,
+    DecisionRule,
     Factor,
     GateSection,
     Interaction,
@@ -48,6 +49,18 @@ class CrossFieldError(InputError, ValueError):
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
         super().__init__("; ".join(str(p) for p in problems))
+
+
+DECISION_WORDS: tuple[tuple[DecisionRule, tuple[str, ...]], ...] = (
+    (
+        "non_inferiority",
+        ("not usefully worse", "not worse", "no worse", "non-inferior", "noninferior"),
+    ),
+    ("equivalence", ("interchangeable", "equivalent", "equivalence")),
+    ("superiority", ("usefully better", "better than", "improves", "outperform", "superior")),
+)
+"""Phrases of `campaign.decision` that name a decision rule, first match wins (so "not
+worse" is read before "better")."""
 
 
 class Plan(Section):
@@ -155,6 +168,23 @@ class Plan(Section):
             f"make it at least {first}"
         )
         return [Problem("pilot.steps", message, self.pilot_steps)]
+
+    def decision_warnings(self) -> list[str]:
+        """When `campaign.decision` reads as another rule than `metric.decision_rule` judges
+        by (e.g. "cheapest ... not usefully worse" judged by superiority)."""
+        text = " ".join(self.campaign.decision.lower().split())
+        read = next((rule for rule, words in DECISION_WORDS if any(w in text for w in words)), None)
+        rule = self.metric.decision_rule
+        if read is None or read == rule:
+            return []
+        words = next(w for r, ws in DECISION_WORDS if r == read for w in ws if w in text)
+        default = "" if "decision_rule" in self.metric.model_fields_set else " (the default)"
+        return [
+            f'campaign.decision reads as {read.replace("_", "-")} ("{words}") but '
+            f"metric.decision_rule is {rule.replace('_', '-')}{default}: the variants are "
+            f"judged by {rule.replace('_', '-')}. Set metric.decision_rule: {read}, or reword "
+            "campaign.decision"
+        ]
 
     @property
     def pilot_seeds(self) -> list[int]:

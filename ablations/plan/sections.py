@@ -296,6 +296,9 @@ class Level(Section):
     run, seconds per step). Used by the non-inferiority rule to name the cheapest variant
     not usefully worse; when a candidate or the control lacks one, the median measured
     step time of the accepted main runs is used for all instead."""
+    next_decisions: dict[Verdict, str] = {}
+    """Verdict -> what you will do when this level gets it (e.g. `not worse: use width 16`);
+    overrides the same verdict in the factor's and the campaign's `next_decisions`."""
 
     @field_validator("value")
     @classmethod
@@ -316,7 +319,9 @@ class Factor(Section):
     """What you expect changing this parameter to do, written before the campaign runs."""
     next_decisions: dict[Verdict, str] = {}
     """Verdict -> what you will do when a level of this factor gets it (e.g. `worse: keep
-    width 64`); overrides the same verdict in `campaign.next_decisions`."""
+    width 64`), for each level the verdict is about: `{value}` stands for that level's value
+    (`not worse: use width {value}`). Overrides the same verdict in
+    `campaign.next_decisions`; a level's own `next_decisions` override it."""
 
     @field_validator("levels", mode="before")
     @classmethod
@@ -475,10 +480,15 @@ class GateSection(Section):
     trim_stopped: bool = True
     """Drop the main runs of variants whose pilot run was stopped by a rule (an essential
     variant only as `trim_essential` allows)."""
+    trim_rejected: bool = True
+    """Drop the main runs of variants whose pilot run was rejected (it completed its pilot
+    steps below the quality threshold): their verdict is `fails threshold in the pilot`, and
+    the gate's decision lists them. An essential variant only as `trim_essential` allows."""
     trim_essential: bool = False
-    """Let `trim_stopped` drop an essential variant too, and then only when every pilot seed
-    of it was stopped and there are at least two. Off: essential variants are kept and the
-    reason says so (a person at the UI gate can still drop them)."""
+    """Let `trim_stopped` and `trim_rejected` drop an essential variant too, and then only
+    when every pilot seed of it was stopped or rejected and there are at least two. Off:
+    essential variants are kept and the reason says so (a person at the UI gate can still
+    drop them)."""
     trim_order: list[Literal["exploratory", "useful"]] = ["exploratory", "useful"]
     """Categories dropped, in order, when the projected time does not fit the window."""
     budget_margin: float = Field(default=0.15, ge=0.0, lt=1.0, allow_inf_nan=False)

@@ -13,7 +13,7 @@ from ablations.analysis.looks import LookRecord, Looks
 from ablations.analysis.paired import Effect, ExcludedRun, excluded_runs, paired_effects
 from ablations.byo import verify_scope
 from ablations.plan.model import Plan
-from ablations.plan.sections import MetricSection, same_value
+from ablations.plan.sections import MetricSection, same_value, shown
 from ablations.plan.variants import CONTROL, PlannedRun, variants
 from ablations.records import RunRecord
 
@@ -29,6 +29,16 @@ class FactorPlan(BaseModel):
     """Variant name -> the level's value as written."""
     next_decisions: dict[str, str] = {}
     """Verdict -> next decision: the factor's own over the campaign's."""
+    level_decisions: dict[str, dict[str, str]] = {}
+    """Variant name -> verdict -> its level's next decision: the level's own over the
+    factor's over the campaign's, `{value}` replaced by the level's value."""
+
+    def next_decision(self, variant: str, verdict: str) -> str | None:
+        """What the plan says to do when `variant` (a level of this factor) gets `verdict`."""
+        mine = self.level_decisions.get(variant)
+        if mine is not None:
+            return mine.get(verdict)
+        return self.next_decisions.get(verdict)
 
 
 class ReportRun(BaseModel):
@@ -152,17 +162,32 @@ def assemble_inputs(
 
 
 def factor_plans(plan: Plan) -> list[FactorPlan]:
-    """Each factor's hypothesis, level variants and next decisions (campaign-wide as default)."""
+    """Each factor's hypothesis, level variants and next decisions, per level: the level's
+    own over the factor's over the campaign's."""
     by_factor: dict[str, dict[str, str]] = {}
+    decisions: dict[str, dict[str, dict[str, str]]] = {}
     for variant in variants(plan):
-        if variant.factor in plan.factors and variant.level is not None:
-            by_factor.setdefault(variant.factor, {})[variant.name] = str(variant.level)
+        factor = plan.factors.get(variant.factor or "")
+        if factor is None or variant.level is None:
+            continue
+        value = shown(variant.level)
+        by_factor.setdefault(variant.factor or "", {})[variant.name] = str(variant.level)
+        level = next((lv for lv in factor.levels if same_value(lv.value, variant.level)), None)
+        merged = {
+            **plan.campaign.next_decisions,
+            **factor.next_decisions,
+            **(level.next_decisions if level else {}),
+        }
+        decisions.setdefault(variant.factor or "", {})[variant.name] = {
+            verdict: text.replace("{value}", value) for verdict, text in merged.items()
+        }
     return [
         FactorPlan(
             name=name,
             hypothesis=factor.hypothesis,
             levels=by_factor.get(name, {}),
             next_decisions={**plan.campaign.next_decisions, **factor.next_decisions},
+            level_decisions=decisions.get(name, {}),
         )
         for name, factor in plan.factors.items()
     ]

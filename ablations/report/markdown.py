@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ablations.analysis.flips import ErrorAnalysis
 from ablations.analysis.paired import Effect, run_reason
 from ablations.names import CURVES_PNG, EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
-from ablations.report.decision import decision_reached
+from ablations.report.decision import decision_reached, evidence_table
 from ablations.report.inputs import ReportInputs, ReportRun
 from ablations.units import metric, significant
 
@@ -54,8 +54,9 @@ def _error_control(inputs: ReportInputs) -> str:
     """The one sentence that says what every claim's error is."""
     if not inputs.looks:
         return (
-            "Intervals are corrected across the variants (Bonferroni), so every claim holds "
-            "with family-wise error at most 5%."
+            "Intervals are corrected across the variants (their share of 5% split jointly, "
+            "from the correlation the shared control induces), so every claim holds with "
+            "family-wise error at most 5%."
         )
     last = inputs.looks[-1]
     alpha = last.alpha
@@ -64,7 +65,7 @@ def _error_control(inputs: ReportInputs) -> str:
         f"Every claim (better, not worse, worse, equivalent) holds with family-wise error at "
         f"most {alpha:g} across all variants and {looks}: each interval is the repeated "
         "confidence interval of the look that decided it (alpha spent over the looks, "
-        "corrected across the variants)."
+        "split among the variants, each interval on the variant's own spread)."
     )
 
 
@@ -183,7 +184,7 @@ def _findings_section(inputs: ReportInputs) -> list[str]:
                     variant,
                     f"**{effect.label}**" if effect else "not reached",
                     effect.note if effect else "",
-                    factor.next_decisions.get(verdict, "-") if verdict else "-",
+                    (factor.next_decision(variant, verdict) or "-") if verdict else "-",
                 ]
             )
         out += [table(["Level", "Variant", "Verdict", "Why", "Next decision"], rows), ""]
@@ -319,6 +320,14 @@ def render_report(inputs: ReportInputs, plots: Sequence[str] = ()) -> str:
         f"**Decision reached.** {decision_reached(inputs)}",
         "",
     ]
+    evidence = evidence_table(inputs)
+    if evidence:  # the ids stay out of the sentence, which notifications carry
+        out += [
+            "Runs behind it, paired by seed:",
+            "",
+            table(["Variant", "Seeds", "Runs"], evidence),
+            "",
+        ]
     if inputs.hypothesis:
         out += [f"**Hypothesis.** {inputs.hypothesis}", ""]
     if inputs.plan_hash:

@@ -1,6 +1,7 @@
 """A campaign whose essential variant's pilot is stopped by the quality rule, kept by the gate
-and run in the main phase, verifies with exit 0: its main run's note (the pilot's checkpoint
-was not found) names the folder's own store relative to the folder, as the plan wrote it."""
+and run in the main phase, verifies with exit 0: its main run's note (its pilot left no
+checkpoint) names the folder's own store relative to the folder, as the plan wrote it, and
+its verdict says the quality rule stopped it early, within the pilot's steps."""
 
 from __future__ import annotations
 
@@ -32,8 +33,13 @@ def test_a_stopped_essential_pilot_run_in_the_main_phase_verifies(tmp_path: Path
     assert pilot["status"] == "stopped" and pilot["stop"]["rule"] == "quality", pilot
     main = next(r for r in runs if r["variant"] != "control" and r["phase"] == "main")
     note = main["checkpoint"]["note"]
-    assert note is not None and "not found in file://ckpt" in note, note
+    # stopped at its step-50 evaluation, it never reached its last step (100) to commit there
+    assert note is not None and "left no checkpoint at step 100 in file://ckpt" in note, note
+    assert "resumed from its last checkpoint" in note or "trained from the start" in note, note
     assert str(campaign.out) not in json.dumps(runs)
+    assert main["status"] == "stopped" and main["stop"]["step"] == 50, main
+    report = (campaign.out / "REPORT.md").read_text()
+    assert "stopped early (within the pilot's 100 steps, not a final result)" in report
 
     verify = subprocess.run(
         [sys.executable, "-m", "ablations.cli", "verify", str(campaign.out)],

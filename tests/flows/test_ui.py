@@ -195,6 +195,12 @@ def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
             seen["unknown"] = client.resume_flow_run(
                 run.id, run_input={"decision": "trim", "drop": ["width=16"]}
             )
+            control_runs = [r.run_id for r in main if r.variant == "control"]
+            seen["control"] = [
+                client.resume_flow_run(run.id, run_input={"decision": "trim", "drop": [name]})
+                for name in ("control", *control_runs[:1])
+            ]
+            seen["state_after_control"] = client.read_flow_run(run.id).state
             client.resume_flow_run(
                 run.id, run_input={"decision": "trim", "drop": ["width=8"], "note": "settled"}
             )
@@ -219,12 +225,18 @@ def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
     assert all(properties[name].get("description") for name in ("decision", "drop", "note"))
     assert properties["decision"]["default"] == "continue"
     assert "| projected hours | 0.1235 |" in seen["description"]
-    # the names that may be dropped: every main variant and run id, and nothing else
+    # the names that may be dropped: every main variant but the control, their run ids, and
+    # nothing else
     allowed = properties["drop"]["items"]["enum"]
-    assert allowed == ["control", "width=8", *[r.run_id for r in main]]
-    assert "Variants: control, width=8." in properties["drop"]["description"]
+    assert allowed == ["width=8", *[r.run_id for r in main if r.variant == "width=8"]]
+    assert "Variants: width=8." in properties["drop"]["description"]
+    assert "the control cannot be dropped" in properties["drop"]["description"]
     unknown = seen["unknown"]
     assert unknown.status.value == "REJECT" and "width=16" in unknown.details.reason
+    # dropping the control (by name or run id) is refused beside the field, the run paused
+    for refused in seen["control"]:
+        assert refused.status.value == "REJECT" and "drop" in refused.details.reason
+    assert seen["state_after_control"].is_paused()
 
 
 def test_the_gate_decision_names_the_dropped_runs_and_the_figures_after_the_trim() -> None:
@@ -244,3 +256,18 @@ def test_the_gate_decision_names_the_dropped_runs_and_the_figures_after_the_trim
     assert "| projected hours before trim | 2 |" in text
     assert "| projected hours after trim | 1 |" in text
     assert "Dropped: no runs." in decision_markdown(decision.model_copy(update={"drop": []}), main)
+
+
+def test_the_gate_answer_refuses_the_control_in_python_too() -> None:
+    """What the form's schema refuses on the server (above), the model refuses for a caller
+    that builds an answer itself."""
+    from pydantic import ValidationError
+
+    from flows.gate_ui import GateAnswer, gate_form
+
+    with pytest.raises(ValidationError, match="the control cannot be dropped"):
+        GateAnswer(decision="trim", drop=["control"])
+    form = gate_form(GateDecision(decision="continue", reason="healthy"), _main_runs())
+    with pytest.raises(ValidationError, match="drop"):
+        form(decision="trim", drop=["control-s0-abc"])
+    assert form(decision="trim", drop=["width=8"]).drop == ["width=8"]

@@ -194,3 +194,28 @@ def test_effects_frame_has_one_row_per_variant(tmp_path: Path) -> None:
         "optimizer=sgd",
     ]
     assert frame.set_index("variant").loc["width=128", "n_pairs"] == 3
+
+
+def test_an_inconclusive_note_comes_from_the_corrected_interval() -> None:
+    """Issue 34: "Inconclusive: sched=constant (; about 5 seeds would decide it)". The
+    uncorrected 95% interval of `v` lies above the band (a claim, so it had no note) while
+    the corrected one, which gives the verdict, crosses its edge: the note says so."""
+    control = [0.90, 0.92, 0.91, 0.93]
+    offsets = {
+        "v": [0.015, 0.025, 0.0175, 0.0225],
+        "a": [0.0, 0.001, -0.001, 0.0],
+        "b": [0.001, 0.0, 0.0, -0.001],
+        "c": [-0.001, 0.0, 0.001, 0.0],
+    }
+    records = [rec("control", s, c) for s, c in enumerate(control)]
+    for name, diffs in offsets.items():
+        records += [
+            rec(name, s, c + d) for s, (c, d) in enumerate(zip(control, diffs, strict=True))
+        ]
+    uncorrected = stats.ttest_1samp(offsets["v"], 0.0).confidence_interval(0.95)
+    assert uncorrected.low > METRIC.useful_effect  # on its own, a claim
+    effect = next(e for e in paired_effects(records, METRIC) if e.variant == "v")
+    assert effect.verdict == "inconclusive"
+    assert effect.ci_low is not None and effect.ci_low < METRIC.useful_effect
+    assert effect.note.startswith("the adjusted interval crosses an edge of the useful-effect band")
+    assert not effect.note.startswith(";")

@@ -1,5 +1,6 @@
-"""Sequential decisions: spending, boundaries, critical values, the look logic, sizing, and a
-small simulation that fails when the family-wise error is no longer controlled."""
+"""Sequential decisions: spending, the many-to-one split, critical values, each variant's own
+spread, the look logic, step-down, and small simulations that fail when the family-wise error
+is no longer controlled (also when the variants differ in noise)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,25 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 from scipy import stats
-from statsmodels.stats.power import TTestPower
 
-from ablations.analysis.pooling import bartlett_p, critical_value
-from ablations.analysis.sequential import (
-    LookDesign,
-    fixed_design,
-    judge_look,
-    seeds_for_power,
+from ablations.analysis.design import LookDesign, fixed_design
+from ablations.analysis.pooling import critical_value, shared_correlation
+from ablations.analysis.sequential import judge_look
+from ablations.analysis.simulate import (
+    equal_noise_differences,
+    max_for_power,
+    power_at,
+    run_campaigns,
 )
-from ablations.analysis.spending import nominal_errors, spent, spent_by_look
+from ablations.analysis.spending import (
+    any_crossing,
+    family_spent,
+    many_to_one_error,
+    spent,
+    spent_by_look,
+)
+from ablations.analysis.verdicts import INTERVAL_VERDICTS
+from ablations.plan.design import growing_looks
 from ablations.plan.sections import DecisionRule, MetricSection
 
 U = 0.01
@@ -51,31 +61,62 @@ def test_each_spending_function_has_its_known_values() -> None:
     assert spent("equal", 0.05, 0.5, 1, 4) == pytest.approx(0.025)  # look 2 of 4: half
 
 
-def test_boundaries_match_the_published_obrien_fleming_values() -> None:
-    # Lan-DeMets O'Brien-Fleming, 4 equally spaced looks, alpha 0.05 two-sided (gsDesign's
-    # R's ldbounds, gsDesign's sfLDOF at alpha/2 per side): z = 4.333, 2.963, 2.359, 2.014.
-    errors = nominal_errors("obrien_fleming", 0.05, (1, 2, 3, 4))
-    z = [stats.norm.isf(e / 2) for e in errors]
-    assert z == pytest.approx([4.333, 2.963, 2.359, 2.014], abs=0.01)
+def test_the_family_spends_with_one_comparisons_shape() -> None:
+    family = family_spent("obrien_fleming", 0.05, 4, LOOKS)
+    share = spent_by_look("obrien_fleming", 0.0125, LOOKS)
+    assert family == pytest.approx([4 * s for s in share])
+    assert family[-1] == pytest.approx(0.05)
 
 
-def test_boundaries_are_at_least_the_spending_increments() -> None:
-    cumulative = spent_by_look("pocock", 0.0125, LOOKS)
-    increments = np.diff((0.0, *cumulative))
-    errors = nominal_errors("pocock", 0.0125, LOOKS)
-    assert errors[0] == pytest.approx(increments[0])
-    assert all(e >= i * 0.999 for e, i in zip(errors, increments, strict=True))
-    assert errors[-1] > increments[-1] * 1.05  # the joint normal is worth something
+@pytest.mark.parametrize(
+    ("m", "rho", "bound"), [(4, 0.5, 2.44), (3, 0.2, 3.1), (2, 0.8, 1.5), (5, 0.35, 4.0)]
+)
+def test_any_crossing_is_the_multivariate_normal_rectangle(
+    m: int, rho: float, bound: float
+) -> None:
+    corr = np.full((m, m), rho) + np.eye(m) * (1 - rho)
+    joint = stats.multivariate_normal(np.zeros(m), corr, maxpts=10**6, abseps=1e-10, seed=1)
+    limits = np.full(m, bound)
+    expected = 1 - joint.cdf(limits, lower_limit=-limits)
+    # to the multivariate normal's own integration error (about 1e-4 of it)
+    assert any_crossing(m, rho, bound) == pytest.approx(expected, rel=3e-4, abs=1e-9)
 
 
-def test_design_boundary_spends_alpha_over_m_per_variant() -> None:
-    design = LookDesign(looks=LOOKS, comparisons=4)
-    bounds = [design.boundary(k) for k in range(4)]
+def test_many_to_one_bounds_are_dunnetts_published_values() -> None:
+    # Dunnett's two-sided 5% bounds, infinite df, equal correlation 0.5 (Dunnett 1964):
+    # 2.21, 2.35, 2.44, 2.51 for 2 to 5 comparisons.
+    bounds = [stats.norm.isf(many_to_one_error(m, 0.5, 0.05) / 2) for m in (2, 3, 4, 5)]
+    assert bounds == pytest.approx([2.21, 2.35, 2.44, 2.51], abs=0.006)
+
+
+def test_many_to_one_lies_between_bonferroni_and_one_alone() -> None:
+    assert many_to_one_error(4, 0.0, 0.05) == pytest.approx(1 - 0.95**0.25)  # Sidak
+    assert 0.05 / 4 < many_to_one_error(4, 0.3, 0.05) < many_to_one_error(4, 0.6, 0.05) < 0.05
+    assert many_to_one_error(4, 0.5, 1e-12) == pytest.approx(0.25e-12)  # far tails: Bonferroni
+    assert many_to_one_error(1, 0.5, 0.01) == 0.01
+
+
+def test_bonferroni_splits_each_looks_share_evenly() -> None:
+    design = LookDesign(looks=LOOKS, comparisons=4, correction="bonferroni")
+    bounds = [design.boundary(k, claimed=2, rho=0.5) for k in range(4)]
     assert [b.seeds for b in bounds] == list(LOOKS)
     assert bounds[-1].alpha_spent == pytest.approx(0.05)
-    assert [b.alpha_spent for b in bounds] == sorted(b.alpha_spent for b in bounds)
-    errors = nominal_errors("obrien_fleming", 0.05 / 4, LOOKS)
-    assert [1 - b.level for b in bounds] == pytest.approx(list(errors))
+    increments = np.diff((0.0, *spent_by_look("obrien_fleming", 0.0125, LOOKS)))
+    assert [1 - b.level for b in bounds] == pytest.approx(list(increments))
+    # nothing frees alpha, nothing assumes a correlation
+    assert all(b.comparisons == 4 and b.rho == 0.0 for b in bounds)
+
+
+def test_many_to_one_gains_from_correlation_and_from_claims() -> None:
+    design = LookDesign(looks=LOOKS, comparisons=4)
+    plain = design.boundary(3)
+    correlated = design.boundary(3, rho=0.5)
+    freed = design.boundary(3, claimed=2, rho=0.5)
+    assert plain.level > correlated.level > freed.level  # each widens the share per variant
+    assert freed.comparisons == 2 and correlated.rho == pytest.approx(0.5)
+    assert design.boundary(3, rho=0.57).rho == pytest.approx(0.5)  # rounded down
+    increment = 0.05 - family_spent("obrien_fleming", 0.05, 4, LOOKS)[2]
+    assert 1 - freed.level == pytest.approx(many_to_one_error(2, 0.5, increment))
 
 
 @pytest.mark.parametrize("df", [2, 4.5, 11, 25.3])
@@ -84,56 +125,54 @@ def test_critical_values_are_scipy_t_quantiles(df: float, level: float) -> None:
     assert critical_value(df, level) == pytest.approx(stats.t.ppf(0.5 + level / 2, df), rel=1e-9)
 
 
-def test_bartlett_matches_scipy() -> None:
-    rng = np.random.default_rng(3)
-    groups = [rng.normal(0, s, 8) for s in (1.0, 1.3, 0.8, 2.5)]
-    variances = [float(np.var(g, ddof=1)) for g in groups]
-    assert bartlett_p(variances, 8) == pytest.approx(stats.bartlett(*groups).pvalue, rel=1e-9)
+def test_the_shared_correlation_is_the_control_share_of_the_noisiest_variant() -> None:
+    rng = np.random.default_rng(5)
+    arms = rng.standard_normal((1, 5, 4000))
+    arms[:, 1] *= 3.0  # variant 0: var 10 of its difference, 1 of it the control's
+    diffs = arms[:, 1:] - arms[:, :1]
+    assert shared_correlation(diffs)[0] == pytest.approx(1 / 10, abs=0.02)
+    assert shared_correlation(diffs[:, 1:])[0] == pytest.approx(0.5, abs=0.04)  # equal noise
+    assert shared_correlation(diffs[:, :1])[0] == 0.0  # one variant: nothing shared
+    assert shared_correlation(diffs[:, :, :2])[0] == 0.0  # two seeds: not estimated
 
 
-def test_a_fixed_design_is_the_bonferroni_corrected_paired_t() -> None:
+def test_a_lone_variant_gets_the_corrected_paired_t() -> None:
     control = np.array([0.90, 0.92, 0.91, 0.93, 0.89])
     variant = control + np.array([0.012, 0.018, 0.009, 0.021, 0.015])
-    design = fixed_design(5, comparisons=4)
-    j = judge_look(design, 0, metric(), {"v": list(variant - control)})["v"]
-    expected = stats.ttest_rel(variant, control).confidence_interval(1 - 0.05 / 4)
-    assert (j.ci_low, j.ci_high) == pytest.approx((expected.low, expected.high), rel=1e-9)
-    assert j.level == pytest.approx(1 - 0.05 / 4)
-    assert j.decided and not j.futile and j.df == 4 and not j.pooled
-    assert j.verdict == "inconclusive"  # low end 0.0077 < u
-    assert j.seeds_needed is not None and j.seeds_needed > 5
+    for correction, error in (("bonferroni", 0.05 / 4), ("many_to_one", 1 - 0.95**0.25)):
+        design = fixed_design(5, comparisons=4, correction=correction)  # type: ignore[arg-type]
+        j = judge_look(design, 0, metric(), {"v": list(variant - control)})["v"]
+        expected = stats.ttest_rel(variant, control).confidence_interval(1 - error)
+        assert (j.ci_low, j.ci_high) == pytest.approx((expected.low, expected.high), rel=1e-9)
+        assert j.level == pytest.approx(1 - error)
+        assert j.decided and not j.futile and j.df == 4
+        assert j.verdict == "inconclusive"  # low end 0.0077 < u
+        assert j.seeds_needed is not None and j.seeds_needed > 5
 
 
-def test_agreeing_spreads_are_pooled_with_satterthwaite_df() -> None:
-    rng = np.random.default_rng(0)
-    control = rng.normal(0, U, 8)
-    diffs = {f"v{i}": list(rng.normal(0, U, 8) - control) for i in range(4)}
-    judged = judge_look(fixed_design(8, 4), 0, metric(), diffs)
-    sds = {j.sd for j in judged.values()}
-    assert all(j.pooled for j in judged.values()) and len(sds) == 1
-    pooled = math.sqrt(np.mean([np.var(d, ddof=1) for d in diffs.values()]))
-    assert sds.pop() == pytest.approx(pooled)
-    j = judged["v0"]
-    assert j.df is not None and 7 < j.df < 28  # shared control: less than 4 x 7
-    assert j.ci_low is not None and j.ci_high is not None and j.sd is not None
-    half = stats.t.ppf(0.5 + j.level / 2, j.df) * j.sd / math.sqrt(8)
-    assert (j.ci_high - j.ci_low) / 2 == pytest.approx(half, rel=1e-9)
-
-
-def test_a_variant_with_a_far_larger_spread_is_not_pooled() -> None:
+def test_a_noisy_variant_keeps_its_own_spread() -> None:
+    """The failure of the pooled spread: a noisy variant beside quiet ones borrowed their SD.
+    Each interval is now the variant's own paired t at the look's shared level."""
     rng = np.random.default_rng(1)
-    diffs = {f"v{i}": list(rng.normal(0, U, 8)) for i in range(3)}
-    diffs["wide"] = list(rng.normal(0, 6 * U, 8))
+    control = rng.normal(0, U, 8)
+    diffs = {f"v{i}": list(rng.normal(0, U, 8) - control) for i in range(3)}
+    diffs["wide"] = list(rng.normal(0, 6 * U, 8) - control)
     judged = judge_look(fixed_design(8, 4), 0, metric(), diffs)
-    assert not any(j.pooled for j in judged.values())
-    assert judged["wide"].df == 7
+    levels = {j.level for j in judged.values()}
+    assert len(levels) == 1  # one split for the look
+    for name, j in judged.items():
+        sd = float(np.std(diffs[name], ddof=1))
+        assert j.sd == pytest.approx(sd) and j.df == 7
+        assert j.ci_high is not None and j.ci_low is not None
+        half = stats.t.ppf(0.5 + j.level / 2, 7) * sd / math.sqrt(8)
+        assert (j.ci_high - j.ci_low) / 2 == pytest.approx(half, rel=1e-9)
 
 
 def test_a_clear_effect_is_decided_early_and_a_null_one_runs_to_the_end() -> None:
-    design = LookDesign(looks=LOOKS, comparisons=4)
+    design = LookDesign(looks=LOOKS, comparisons=4, futility=0.0)
     rng = np.random.default_rng(7)
     clear = 6 * U + rng.normal(0, 0.3 * U, 12)
-    # A true effect of 1.6u: never far enough from the margin to decide, never hopeless.
+    # A true effect of 1.6u: never far enough from the margin to decide.
     unclear = np.array([2.7, 0.7] * 6) * U
     decided_at = {}
     last = {}
@@ -157,13 +196,17 @@ def test_a_clear_effect_is_decided_early_and_a_null_one_runs_to_the_end() -> Non
     assert "would need about" in last["unclear"].note
 
 
-def test_a_variant_on_the_margin_stops_for_futility() -> None:
-    design = LookDesign(looks=LOOKS, comparisons=4)
+def test_a_variant_on_the_margin_stops_for_futility_from_its_look_on() -> None:
     on_margin = [U * x for x in (1.5, 0.4, 1.1, 0.9, 1.1)]  # mean exactly u
+    design = LookDesign(looks=LOOKS, comparisons=4, futility_from=2)
     j = judge_look(design, 1, metric(), {"v": on_margin})["v"]
     assert j.decided and j.futile and j.verdict == "inconclusive"
     assert j.seeds_needed is None  # the mean sits on the edge: no count decides it
     assert "chance of a claim" in j.note
+    later = LookDesign(looks=LOOKS, comparisons=4, futility_from=3)
+    assert not judge_look(later, 1, metric(), {"v": on_margin})["v"].decided
+    off = LookDesign(looks=LOOKS, comparisons=4, futility=0.0)
+    assert not judge_look(off, 1, metric(), {"v": on_margin})["v"].decided
 
 
 def test_minimize_flips_the_sign_and_open_variants_continue() -> None:
@@ -175,6 +218,16 @@ def test_minimize_flips_the_sign_and_open_variants_continue() -> None:
     j = judge_look(design, 0, metric(), {"v": wobbly})["v"]
     assert not j.decided and j.note == "open: continues to 6 seeds"
     assert j.seeds_needed is None
+
+
+def test_claims_before_a_look_widen_its_share() -> None:
+    design = LookDesign(looks=LOOKS, comparisons=4)
+    diffs = {"v": [U * x for x in (1.9, 2.4, 2.2, 1.7, 2.6, 2.1, 2.0, 2.3)]}
+    alone = judge_look(design, 2, metric(), diffs)["v"]
+    freed = judge_look(design, 2, metric(), diffs, claimed=3)["v"]
+    assert freed.comparisons == 1 and alone.comparisons == 4
+    assert freed.level < alone.level
+    assert freed.ci_low is not None and alone.ci_low is not None and freed.ci_low > alone.ci_low
 
 
 def test_a_single_pair_gives_no_interval() -> None:
@@ -192,43 +245,74 @@ def test_bad_designs_are_refused() -> None:
         judge_look(fixed_design(3, 1), 1, metric(), {"v": [U, U, U]})
 
 
-@pytest.mark.parametrize("sd", [0.5 * U, U, 2 * U])
-def test_seeds_for_power_is_statsmodels_one_sided_t(sd: float) -> None:
+def test_power_of_one_look_is_the_noncentral_t() -> None:
+    """One variant, one look at 12 seeds: the chance of `worse` at -2u is the one-sided t
+    test at half the interval's error, with noncentrality sqrt(12) (the simulation's own
+    Monte-Carlo error, 2000 campaigns, is about 1 point)."""
+    design = fixed_design(12, 1)
+    exact = stats.nct.sf(stats.t.isf(0.025, 11), 11, math.sqrt(12))
+    assert power_at(design, U, U) == pytest.approx(exact, abs=0.025)
+    assert power_at(design, 0.5 * U, U) > power_at(design, U, U) > power_at(design, 2 * U, U)
+
+
+def test_the_suggested_max_is_the_first_that_reaches_80_percent() -> None:
     design = LookDesign(looks=LOOKS, comparisons=4)
-    error = 1 - design.boundary(3).level
-    n = seeds_for_power(sd, metric(), design)
-    exact = TTestPower().solve_power(U / sd, alpha=error / 2, power=0.8, alternative="larger")
-    assert n == math.ceil(exact)
-    assert seeds_for_power(sd, metric(), design, effect_multiple=4.0) < n
+
+    def looks_for(most: int) -> tuple[int, ...]:
+        return growing_looks(3, most)
+
+    most = max_for_power(design, U, U, looks_for)
+    assert most is not None and most > 12  # 12 seeds give about two thirds
+    for k, reaches in ((most, True), (most - 1, False)):
+        trial = design.model_copy(update={"looks": looks_for(k)})
+        assert (power_at(trial, U, U) >= 0.8) is reaches
+    assert max_for_power(design, 100 * U, U, looks_for) is None  # beyond any budget
 
 
-def test_seeds_for_power_flags_the_unreachable() -> None:
-    design = fixed_design(12, 4)
-    assert seeds_for_power(1000 * U, metric(), design) == 10_000
-    with pytest.raises(ValueError, match="effect_multiple must exceed 1"):
-        seeds_for_power(U, metric(), design, effect_multiple=1.0)
+def _false_claim_rate(
+    rule: DecisionRule, effects: tuple[float, ...], sds: tuple[float, ...]
+) -> float:
+    """Share of 4000 campaigns (4 variants, looks 3/5/8/12, the control half of a u-sized
+    difference's variance) with a claim untrue of its variant's effect."""
+    rng = np.random.default_rng(2024)
+    arms = rng.standard_normal((4000, 5, 12))
+    arms[:, 0] *= math.sqrt(0.5)
+    arms[:, 1:] *= np.sqrt(np.asarray(sds) ** 2 - 0.5)[None, :, None]
+    diffs = np.asarray(effects)[None, :, None] + arms[:, 1:] - arms[:, :1]
+    m = MetricSection(threshold=0.0, useful_effect=1.0, decision_rule=rule)
+    outcome = run_campaigns(LookDesign(looks=LOOKS, comparisons=4), m, diffs)
+    truth = {
+        "better": lambda e: e > 1,
+        "worse": lambda e: e < -1,
+        "not worse": lambda e: e > -1,
+        "equivalent": lambda e: abs(e) < 1,
+    }
+    false = np.zeros(outcome.verdict.shape, dtype=bool)
+    for code, name in enumerate(INTERVAL_VERDICTS[1:], start=1):
+        holds = np.array([truth[name](e) for e in effects])
+        false |= (outcome.verdict == code) & ~holds[None, :]
+    return float(false.any(axis=1).mean())
 
 
 @pytest.mark.parametrize("rule", ["superiority", "non_inferiority"])
 def test_family_wise_false_claims_stay_controlled_at_the_margin(rule: DecisionRule) -> None:
-    """300 campaigns of 4 variants exactly on the margin -u, shared control noise. Uncorrected
-    95% intervals at every look make a false claim in about 40% of them."""
+    """4 variants exactly on the margin -u, shared control noise. Uncorrected 95% intervals
+    at every look make a false claim in about 40% of such campaigns."""
+    assert _false_claim_rate(rule, (-1.0,) * 4, (1.0,) * 4) <= 0.05
+
+
+def test_noisy_variants_do_not_borrow_a_quiet_ones_spread() -> None:
+    """Issue 34's cell: three variants exactly on the margin with 1.7x the spread beside a
+    quiet one at 0. The Bartlett-gated pooled spread made a false claim in 5.6-5.8% of such
+    campaigns; each variant's own spread stays under 5% (the bench measures 20 000)."""
+    rate = _false_claim_rate("non_inferiority", (-1.0, -1.0, -1.0, 0.0), (1.7, 1.7, 1.7, 1.0))
+    assert rate <= 0.05
+
+
+def test_run_campaigns_decides_every_variant_once_at_a_look() -> None:
     design = LookDesign(looks=LOOKS, comparisons=4)
-    rng = np.random.default_rng(2024)
-    arms = rng.standard_normal((300, 5, 12)) * U / math.sqrt(2)
-    diffs = -U + arms[:, 1:] - arms[:, :1]
-    false = 0
-    for campaign in diffs.tolist():
-        open_ = set(range(4))
-        claims = []
-        for k, seeds in enumerate(LOOKS):
-            judged = judge_look(
-                design, k, metric(rule), {str(v): campaign[v][:seeds] for v in sorted(open_)}
-            )
-            for name, j in judged.items():
-                if j.decided:
-                    open_.discard(int(name))
-                    claims.append(j.verdict)
-        # on the margin every claim is false, boundary claims included
-        false += any(c in ("better", "not worse", "worse", "equivalent") for c in claims)
-    assert false / 300 <= 0.09  # 5% target; 0.09 is 3.5 binomial SDs above it
+    diffs = equal_noise_differences(np.random.default_rng(3), 500, 4, 12, 4.0, 1.0)
+    outcome = run_campaigns(design, MetricSection(threshold=0.0, useful_effect=1.0), diffs)
+    assert set(np.unique(outcome.seeds)) <= set(LOOKS)
+    assert (outcome.verdict == INTERVAL_VERDICTS.index("better")).all()  # 4u: every one
+    assert outcome.seeds.mean() < 12

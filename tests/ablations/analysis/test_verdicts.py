@@ -127,7 +127,7 @@ def test_a_trimmed_variant_whose_pilot_was_stopped_gets_the_pilot_verdict() -> N
     assert (effect.verdict, effect.from_pilot, effect.label) == (
         "diverges",
         True,
-        "diverges (pilot)",
+        "diverges in the pilot",
     )
     assert effect.note.startswith("pilot: 1/1 seeds stopped: non-finite loss at step 7")
     assert "trimmed by the gate's policy: stopped" in effect.note
@@ -213,3 +213,32 @@ def test_the_demo_keep_pixels_32_is_input_truncated_on_every_seed() -> None:
     assert effect.verdict == "input truncated"
     assert effect.note.startswith("3/3 seeds stopped: input truncated at steps 0, 0, 0")
     assert sorted(effect.runs) == sorted(r.run_id for r in truncated)
+
+
+def test_a_quality_stop_within_the_pilots_steps_says_so() -> None:
+    """Issue 34: a main run stopped by the quality rule where its pilot was judged read like
+    a final result. Within the pilot's steps it says it was stopped early."""
+    from ablations.records import CheckpointSummary
+
+    def stopped(step: int) -> RunRecord:
+        return RunRecord(
+            run_id=f"r{step}",
+            variant="lr=1e-06",
+            seed=0,
+            category="essential",
+            phase="main",
+            status="stopped",
+            stop=Stop(rule="quality", step=step, message="accuracy 0.1 below 0.5"),
+            checkpoint=CheckpointSummary(pilot_step=50),
+        )
+
+    verdict, note = runs_verdict([stopped(50)]) or ("", "")
+    assert verdict == "fails threshold"
+    assert note == (
+        "1/1 seeds stopped early (within the pilot's 50 steps, not a final result): "
+        "quality below the threshold at step 50"
+    )
+    assert runs_verdict([stopped(250)]) == (
+        "fails threshold",
+        "1/1 seeds stopped: quality below the threshold at step 250",
+    )

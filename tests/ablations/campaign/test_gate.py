@@ -7,7 +7,7 @@ from typing import Any
 from ablations.campaign.gate import apply_answer, auto_decision
 from ablations.plan.model import Plan, parse_plan, plan_hash
 from ablations.plan.variants import PlannedRun, planned_runs
-from ablations.records import PreflightReport, RunError, RunRecord, Stop, Timings
+from ablations.records import PreflightReport, Rejection, RunError, RunRecord, Stop, Timings
 
 PASSED = PreflightReport(passed=True)
 
@@ -185,10 +185,65 @@ def test_reframe_when_even_essentials_do_not_fit(demo_data: dict[str, Any]) -> N
 def test_a_person_can_only_drop_registered_runs(demo_data: dict[str, Any]) -> None:
     plan, pilot, main = _setup(demo_data)
     recommendation = auto_decision(plan, [_record(r) for r in pilot], PASSED, main, slots=1)
-    answer = apply_answer(
-        recommendation, "trim", ["depth=1", main[0].run_id, "new-run"], "enough", main
-    )
-    expected = {r.run_id for r in main if r.variant == "depth=1"} | {main[0].run_id}
+    one = next(r for r in main if r.variant == "width=16")
+    answer = apply_answer(recommendation, "trim", ["depth=1", one.run_id, "new-run"], "", main)
+    expected = {r.run_id for r in main if r.variant == "depth=1"} | {one.run_id}
     assert set(answer.drop) == expected and answer.source == "ui"
     assert "new-run" in answer.reason
     assert apply_answer(recommendation, "continue", ["depth=1"], "", main).drop == []
+
+
+def test_the_control_is_never_dropped(demo_data: dict[str, Any]) -> None:
+    """The UI's form refuses it first (tests/flows/test_ui.py); the answer keeps it too."""
+    plan, pilot, main = _setup(demo_data)
+    recommendation = auto_decision(plan, [_record(r) for r in pilot], PASSED, main, slots=1)
+    control_run = next(r for r in main if r.variant == "control")
+    answer = apply_answer(recommendation, "trim", ["control", control_run.run_id], "", main)
+    assert answer.drop == []
+    assert "kept the control" in answer.reason
+
+
+def _rejected(pilot: list[PlannedRun], variant: str, seeds: set[int]) -> list[RunRecord]:
+    """Pilot records where `variant` completed its pilot steps below the threshold."""
+    out = []
+    for r in pilot:
+        if r.variant == variant and r.seed in seeds:
+            below = Rejection(metric="accuracy", value=0.62, threshold=0.85, step=r.steps)
+            out.append(_record(r, "rejected", accuracy=0.62, rejection=below))
+        else:
+            out.append(_record(r))
+    return out
+
+
+def test_a_variant_whose_pilot_was_rejected_is_trimmed(demo_data: dict[str, Any]) -> None:
+    demo_data["pilot"]["variants"] = ["width=16", "dropout=0.3"]  # dropout is useful
+    plan, pilot, main = _setup(demo_data)
+    decision = auto_decision(plan, _rejected(pilot, "dropout=0.3", {0}), PASSED, main, slots=1)
+    assert decision.decision == "trim"
+    assert set(decision.drop) == {r.run_id for r in main if r.variant == "dropout=0.3"}
+    assert "fails threshold in the pilot: dropout=0.3 (accuracy 0.62" in decision.reason
+    # the registered policy may keep it instead
+    demo_data["gate"]["trim_rejected"] = False
+    plan, pilot, main = _setup(demo_data)
+    kept = auto_decision(plan, _rejected(pilot, "dropout=0.3", {0}), PASSED, main, slots=1)
+    assert kept.decision == "continue" and kept.drop == []
+
+
+def test_an_essential_variant_rejected_on_one_pilot_seed_is_kept(demo_data: dict[str, Any]) -> None:
+    plan, pilot, main = _setup(demo_data)
+    decision = auto_decision(plan, _rejected(pilot, "width=16", {0}), PASSED, main, slots=1)
+    assert decision.decision == "continue" and decision.drop == []
+    assert "kept essential width=16 (rejected on 1/1 pilot seeds" in decision.reason
+
+
+def test_the_gate_states_the_power_its_max_buys(demo_data: dict[str, Any]) -> None:
+    demo_data["seeds"] = {"start": 3, "max": 12, "looks": [3, 5, 8, 12], "expected_sd": 0.01}
+    plan, pilot, main = _setup(demo_data)
+    decision = auto_decision(plan, [_record(r) for r in pilot], PASSED, main, slots=1)
+    assert decision.decision == "continue" and decision.sizing is not None
+    power = decision.sizing.power
+    assert power is not None and 0.5 < power < 0.8  # 12 seeds at a spread of one useful effect
+    suggested = decision.sizing.suggested_max
+    assert suggested is not None and suggested > 12
+    assert f"power at 2x the useful effect {power:.0%} with max 12" in decision.reason
+    assert f"(80% needs max {suggested})" in decision.reason

@@ -31,8 +31,15 @@ OFFSETS = {
 def sequential_plan(**changes: Any) -> dict[str, Any]:
     data = copy.deepcopy(PLAN)
     data["factors"] = {"width": {"category": "essential", "levels": [16, 128]}}
-    # Pocock spends enough at the first look for a clear effect on 3 seeds (2 df).
-    data["seeds"] = {"start": 3, "max": 8, "looks": [3, 5, 8], "spending": "pocock"}
+    # Pocock spends enough at the first look for a clear effect on 3 seeds (2 df); no
+    # futility, so "near" stays open (these tests are about the looks' bookkeeping).
+    data["seeds"] = {
+        "start": 3,
+        "max": 8,
+        "looks": [3, 5, 8],
+        "spending": "pocock",
+        "futility": {"threshold": 0.0},
+    }
     data["pilot"] = {"variants": ["control"], "steps": 50}
     data.update(changes)
     return data

@@ -121,3 +121,38 @@ def test_plan_projects_on_the_slots_ablate_run_opens_here() -> None:
         assert json.loads(result.stdout)["budget"]["slots"] == expected
     text = ablate("plan", str(recipe), "--devices", "3").stdout
     assert "on 3 slot(s) [cpu#0, cpu#1, cpu#2]" in text
+
+
+def test_validate_warns_when_the_decision_and_the_decision_rule_disagree(
+    demo_data: dict[str, Any], write_plan: Any
+) -> None:
+    """Issue 34: "cheapest ... not usefully worse" judged by superiority without a word."""
+    del demo_data["metric"]["decision_rule"]  # the demo's decision reads as non-inferiority
+    result = ablate("validate", str(write_plan(demo_data)))
+    assert result.returncode == 0, result.stderr
+    assert (
+        'warning: campaign.decision reads as non-inferiority ("not usefully worse") but '
+        "metric.decision_rule is superiority (the default)"
+    ) in result.stderr
+    demo_data["metric"]["decision_rule"] = "non_inferiority"
+    assert "campaign.decision" not in ablate("validate", str(write_plan(demo_data))).stderr
+
+
+def test_plan_warns_when_the_seeds_cannot_decide_a_useful_effect(
+    demo_data: dict[str, Any], write_plan: Any
+) -> None:
+    """Issue 34: the LoRA recipe (2 seeds, 4 variants) could decide nothing, silently."""
+    lora = ablate("plan", str(ROOT / "ablations" / "recipes" / "lora.yaml"))
+    assert lora.returncode == 0, lora.stderr
+    assert "warning: 2 seeds per variant can decide a useful effect only if the paired " in (
+        lora.stderr
+    )
+    demo = ablate("plan", str(DEMO_PLAN))
+    assert "power at 2x the useful effect with max 12" in demo.stdout and "80% needs max" in (
+        demo.stdout
+    )
+    assert "warning" not in demo.stderr
+    # five useful effects of seed-to-seed spread: hopeless at 12 seeds
+    demo_data["seeds"] = {"start": 3, "max": 12, "looks": [3, 5, 8, 12], "expected_sd": 0.05}
+    noisy = ablate("plan", str(write_plan(demo_data)))
+    assert "warning: 12 seeds per variant cannot decide a useful effect" in noisy.stderr

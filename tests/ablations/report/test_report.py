@@ -39,8 +39,8 @@ def inputs_of(out_dir: Path, synthetic: Synthetic, **kw: object) -> ReportInputs
 
 
 def row_of(markdown: str, first_cell: str) -> list[str]:
-    """The cells of the first table row starting with `first_cell`."""
-    for line in markdown.splitlines():
+    """The cells of the effects table's row starting with `first_cell`."""
+    for line in markdown.split("## Effects")[1].splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if line.startswith("|") and cells[0] == first_cell:
             return cells
@@ -65,10 +65,14 @@ def test_build_report_writes_the_markdown_and_three_plots(
 
     assert "**Question.** Does width matter for held-out accuracy?" in markdown
     assert "**continue**: the pilot was healthy" in markdown
-    assert "Adopt **width=128**: accuracy +0.0350" in markdown
+    assert "Adopt width=128: accuracy +0.0350" in markdown
     assert "Worse: depth=1." in markdown and "Equivalent: optimizer=sgd." in markdown
-    assert "Fails threshold: width=16 (1/3 seeds stopped: quality below the threshold" in markdown
-    assert "Failed: dropout=0.3 (2/3 seeds failed: RuntimeError: CUDA error" in markdown
+    decision = markdown.split("**Decision reached.** ")[1].split("\n")[0]
+    assert "Fails threshold: width=16." in decision and "Failed: dropout=0.3." in decision
+    assert len(decision) <= 300
+    # the reasons are the effects table's notes (the sentence names the verdicts only)
+    assert "1/3 seeds stopped: quality below the threshold" in row_of(markdown, "width=16")[11]
+    assert "2/3 seeds failed: RuntimeError: CUDA error" in row_of(markdown, "dropout=0.3")[11]
 
     wide = row_of(markdown, "width=128")
     assert wide[2] == "3"  # pairs

@@ -118,4 +118,5 @@ def test_a_main_run_whose_pilot_checkpoint_is_missing_trains_from_zero_and_says_
 
     assert main.steps_done == STEPS and main.checkpoint.resumed_from_step is None
     assert main.checkpoint.note is not None
-    assert "step 15 was not found" in main.checkpoint.note and "from step 0" in main.checkpoint.note
+    note = main.checkpoint.note
+    assert "its pilot left no checkpoint at step 15" in note and "trained from the start" in note

@@ -1,0 +1,140 @@
+"""Many simulated campaigns decided look by look through the campaign's own look rules.
+
+`run_campaigns` takes the paired differences of many campaigns at once and applies
+`judge_arrays` at every look to the variants still open, as a campaign does. The decision
+simulation (`bench/decision_sim.py`) and sizing (`power_at`, `max_for_power`: what `ablate
+plan`, `ablate budget` and the gate say about the power a plan buys) both run it, so what
+they report is what the campaign's looks would do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ablations.analysis.design import LookDesign
+from ablations.analysis.sequential import judge_arrays
+from ablations.analysis.verdicts import INTERVAL_VERDICTS
+from ablations.plan.sections import MetricSection
+
+SIZING_CAMPAIGNS = 2000
+"""Simulated campaigns behind a sizing figure: its Monte-Carlo error is about 1 point."""
+EFFECT_MULTIPLE = 2.0
+"""Power is stated at twice the useful effect: a clear, useful difference."""
+POWER = 0.8
+"""The power a suggested `max` reaches."""
+MOST_SEEDS = 400
+"""`max_for_power` looks no further: beyond, the question needs another design."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How each variant of each campaign ended: arrays (campaigns, variants)."""
+
+    verdict: np.ndarray
+    """Indices into `INTERVAL_VERDICTS` (0: inconclusive)."""
+    seeds: np.ndarray
+    """Seeds the variant ran (the look that decided it)."""
+    futile: np.ndarray
+    """Stopped early by futility."""
+
+
+def run_campaigns(design: LookDesign, metric: MetricSection, diffs: np.ndarray) -> Outcome:
+    """Decide every variant of every campaign look by look. `diffs` (campaigns, variants,
+    design.max_seeds): the paired differences each variant would get, in seed order."""
+    campaigns, variants, _ = diffs.shape
+    open_ = np.ones((campaigns, variants), dtype=bool)
+    verdict = np.zeros((campaigns, variants), dtype=int)
+    seeds = np.zeros((campaigns, variants), dtype=int)
+    futile = np.zeros((campaigns, variants), dtype=bool)
+    claimed = np.zeros(campaigns, dtype=int)
+    bits = 1 << np.arange(variants)
+    for look, n in enumerate(design.looks):
+        claims = np.zeros(campaigns, dtype=int)
+        patterns = (open_ * bits).sum(axis=1)
+        for pattern in np.unique(patterns):
+            if pattern == 0:
+                continue
+            rows = np.nonzero(patterns == pattern)[0]
+            cols = np.nonzero(pattern & bits)[0]
+            judged = judge_arrays(
+                design, look, metric, diffs[np.ix_(rows, cols, np.arange(n))], claimed[rows]
+            )
+            for j, col in enumerate(cols):
+                done = judged.decided[:, j]
+                ended = rows[done]
+                verdict[ended, col] = judged.verdict[done, j]
+                futile[ended, col] = judged.futile[done, j]
+                seeds[ended, col] = n
+                open_[ended, col] = False
+                claims[rows] += done & (judged.verdict[:, j] > 0)
+        claimed += claims
+        if not open_.any():
+            break
+    return Outcome(verdict=verdict, seeds=seeds, futile=futile)
+
+
+def equal_noise_differences(
+    rng: np.random.Generator, campaigns: int, variants: int, seeds: int, effect: float, sd: float
+) -> np.ndarray:
+    """Paired differences of campaigns whose control and variants are equally noisy (arm SD
+    sd / sqrt(2), so each difference has SD `sd`) and every variant's true effect `effect`."""
+    arms = rng.standard_normal((campaigns, variants + 1, seeds)) * (sd / np.sqrt(2.0))
+    return effect + arms[:, 1:] - arms[:, :1]
+
+
+def power_at(
+    design: LookDesign,
+    sd: float,
+    useful_effect: float,
+    *,
+    effect_multiple: float = EFFECT_MULTIPLE,
+    campaigns: int = SIZING_CAMPAIGNS,
+    seed: int = 0,
+) -> float:
+    """Chance that a variant whose true effect is `effect_multiple` x the useful effect
+    (worse by that much; better is the mirror image) is decided `worse` by the design's
+    looks, every variant alike, the paired spread `sd` (equal noise in every arm)."""
+    if sd <= 0.0:
+        return 1.0
+    metric = MetricSection(threshold=0.0, useful_effect=1.0)  # in units of the useful effect
+    diffs = equal_noise_differences(
+        np.random.default_rng(seed),
+        campaigns,
+        design.comparisons,
+        design.max_seeds,
+        -effect_multiple,
+        sd / useful_effect,
+    )
+    outcome = run_campaigns(design, metric, diffs)
+    return float(np.mean(outcome.verdict == INTERVAL_VERDICTS.index("worse")))
+
+
+def max_for_power(
+    design: LookDesign,
+    sd: float,
+    useful_effect: float,
+    looks_for: Callable[[int], tuple[int, ...]],
+    *,
+    power: float = POWER,
+    effect_multiple: float = EFFECT_MULTIPLE,
+) -> int | None:
+    """The smallest `max` (seeds per variant) whose design reaches `power` at
+    `effect_multiple` x the useful effect (None: not within `MOST_SEEDS`). `looks_for(max)`
+    gives the looks a design with that maximum would have."""
+
+    def reaches(most: int) -> bool:
+        trial = design.model_copy(update={"looks": looks_for(most)})
+        return power_at(trial, sd, useful_effect, effect_multiple=effect_multiple) >= power
+
+    low, high = 2, max(design.max_seeds, 2)
+    while not reaches(high):  # double until reached, then bisect
+        if high >= MOST_SEEDS:
+            return None
+        low, high = high + 1, min(2 * high, MOST_SEEDS)
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if reaches(mid) else (mid + 1, high)
+    return low
