@@ -16,7 +16,6 @@ from typing import Any, Literal
 from uuid import UUID
 
 from prefect import pause_flow_run
-from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout
 from prefect.input import RunInput
 from pydantic import ConfigDict, Field, create_model, field_validator
@@ -24,6 +23,7 @@ from pydantic import ConfigDict, Field, create_model, field_validator
 from ablations.campaign.gate import GateDecision, apply_answer
 from ablations.plan.variants import CONTROL, PlannedRun
 from ablations.progress import say
+from tasks.artifacts import markdown_artifact
 
 DECISION_HELP = (
     "continue: run every remaining registered main run (leave Drop empty); trim: drop the runs "
@@ -194,9 +194,9 @@ def _running_again(message: str) -> None:
 
 def ask_in_ui(recommendation: GateDecision, main: list[PlannedRun], timeout_s: int) -> GateDecision:
     """Pause the flow run for a person's answer; the recommendation applies after the timeout."""
-    create_markdown_artifact(
-        key="gate-recommendation",
-        markdown=recommendation_markdown(recommendation)
+    markdown_artifact(
+        "gate-recommendation",
+        recommendation_markdown(recommendation)
         + f"\nResume this flow run with your decision; after {timeout_s} s the recommendation "
         "is applied.",
     )
