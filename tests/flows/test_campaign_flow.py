@@ -59,7 +59,8 @@ def test_a_run_failing_on_the_disk_stops_the_runs_still_training_at_their_step(
     fails, and the two runs still training are asked to commit their step and stop, recorded
     as interrupted (a rerun resumes them), instead of training to their end for a campaign
     that already failed."""
-    tiny_plan["workload"].update(steps=200_000, eval_every=100_000)  # minutes, uninterrupted
+    tiny_plan["workload"].update(steps=200_000, eval_every=1000)  # minutes, uninterrupted
+    tiny_plan["pilot"]["steps"] = 1000  # a pilot reaches the first evaluation (validate)
     tiny_plan["checkpoint"]["interval"] = {"steps": 100_000}
     tiny_plan["seeds"] = [0]
     tiny_plan["resources"]["devices"] = 3  # the three main runs start together

@@ -197,6 +197,7 @@ def test_runs_land_on_both_workers_and_a_killed_workers_run_resumes_on_the_other
     tiny_plan["seeds"] = [0]
     # Seconds of training per main run, committed every 300 steps: a kill lands mid-run.
     tiny_plan["workload"].update(steps=3000, eval_every=1500)
+    tiny_plan["pilot"]["steps"] = 1500  # a pilot reaches the first evaluation (validate)
     prefix = f"pool-{tmp_path.name}"
     tiny_plan["checkpoint"] = {
         "store": f"s3://{BUCKET}/{prefix}",
