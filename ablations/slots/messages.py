@@ -115,21 +115,23 @@ class WorkerLost(InfrastructureError):
 class JobFailed(InfrastructureError):
     """A job failed in a slot's worker for the machine's cause: a store, the disk, the ledger."""
 
-    def __init__(self, message: str, failure: Failed) -> None:
+    def __init__(self, message: str, error_type: str) -> None:
         super().__init__(message)
-        self.failure = failure
+        self.error_type = error_type
+        """The type of what the job raised in the worker (`Failed.error_type`)."""
 
 
 class WorkloadFailed(WorkloadError):
     """A job failed in a slot's worker because the workload's own code raised."""
 
-    def __init__(self, message: str, failure: Failed) -> None:
+    def __init__(self, message: str, error_type: str) -> None:
         super().__init__(message)
-        self.failure = failure
+        self.error_type = error_type
+        """The type of what the job raised in the worker (`Failed.error_type`)."""
 
 
 def job_error(failure: Failed, message: str) -> JobFailed | WorkloadFailed:
     """The typed error to raise for a job's `Failed` reply, by its cause."""
     if failure.cause == "infrastructure":
-        return JobFailed(message, failure)
-    return WorkloadFailed(message, failure)
+        return JobFailed(message, failure.error_type)
+    return WorkloadFailed(message, failure.error_type)

@@ -90,7 +90,7 @@ def test_a_failures_cause_follows_its_type(error: BaseException, cause: str) -> 
     assert str(failure) == f"{type(error).__name__}: {error}"
     typed = job_error(failure, f"run-a failed: {failure}")
     assert isinstance(typed, JobFailed if cause == "infrastructure" else WorkloadFailed)
-    assert typed.failure is failure and str(typed) == f"run-a failed: {failure}"
+    assert typed.error_type == failure.error_type and str(typed) == f"run-a failed: {failure}"
 
 
 @pytest.mark.parametrize(
