@@ -1,13 +1,41 @@
-"""One exception hierarchy for the whole project, by cause: callers catch `AblationError`.
+"""Every exception this project raises on purpose, in one file (as httpx's `_exceptions.py`):
+the whole tree, by cause, so a caller sees what it may catch without reading the modules.
 
     AblationError
-    ├── InputError            the user's input: a plan, a folder, a command-line value (exit 2)
-    │   ├── PlanError, CampaignConflictError, WorkloadError, and the modules' own
-    └── InfrastructureError   the machine or a service under the work (exit 1): rerun once fixed
-        └── StoreError, and the modules' own (ledger, lost worker, ...)
+    ├── InputError                the user's input: a plan, a folder, a value (exit 2)
+    │   ├── PlanError             the plan is invalid (every problem, gathered)
+    │   ├── CrossFieldError       problems out of a plan model's validator (also a ValueError)
+    │   ├── CampaignConflictError a campaign id registered with another plan hash or code
+    │   ├── NotACampaignFolder    no readable manifest.json
+    │   │   └── ManifestError     manifest.json there but malformed
+    │   ├── FolderBusyError       another live campaign holds the output folder
+    │   ├── OutsideFolder         a name that would write outside the output folder
+    │   ├── WorkloadError         the user's training code: not importable, not the protocol
+    │   │   ├── MissingMetric     evaluated without the plan's metric
+    │   │   ├── WorkloadFailed    a job failed in a worker because the workload's code raised
+    │   │   └── NoUsableRestart   a run that cannot be restarted exactly (a `restart` stop)
+    │   ├── DataError             the data is not the data it must be
+    │   ├── PredictionsError      a predictions file missing columns or other inputs
+    │   ├── BudgetError           budget input that cannot be priced
+    │   ├── ProbeError            a probe result unreadable or of another plan
+    │   └── ReportError           a folder lacking what a report is rebuilt from
+    └── InfrastructureError       the machine or a service under the work (exit 1): rerun once fixed
+        ├── StoreError            the checkpoint or run-file store: unreachable, corrupt, refused
+        │   ├── RefusedCheckpoint a committed checkpoint that is corrupt or unreadable
+        │   ├── ForeignCheckpoint a committed checkpoint of another plan or run
+        │   ├── ObjectTooLarge    an object larger than its reader allows
+        │   └── UntrustedObject   unsigned, wrongly signed or not what it should be
+        ├── LedgerError           the ledger cannot be opened or written
+        ├── WorkerLost            a slot's worker process died under a job
+        ├── JobFailed             a job failed in a worker for the machine's cause
+        ├── SupersededAttempt     a pool attempt that is no longer the accepted one
+        ├── Interrupted           a run stopped by a terminate request (caught by the driver)
+        └── CampaignInterrupted   a SIGTERM stopped the campaign; a rerun resumes it
 
 `ablate` maps each base to its exit code in one place (`ablations.cli.ablate`), so a module
-raises the class that names the cause and never `AblationError` itself.
+raises the class that names the cause and never `AblationError` itself. This module imports
+nothing of the project. One exception class lives elsewhere: `byo/restart._Stopped`, a private
+signal raised and caught inside that module (not an error; it carries a `run.records.Stop`).
 """
 
 from __future__ import annotations
@@ -62,6 +90,9 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
+# -- the user's input (exit 2) ----------------------------------------------------------------
+
+
 class PlanError(InputError):
     """The plan is invalid. Holds every problem found, so the user fixes them in one pass."""
 
@@ -73,17 +104,33 @@ class PlanError(InputError):
         super().__init__(f"{head}invalid plan, {len(problems)} problem(s):\n{lines}")
 
 
+class CrossFieldError(InputError, ValueError):
+    """Carries several problems out of a model validator (pydantic keeps the exception: a
+    `ValueError` is what a validator may raise; an `InputError` is its cause)."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(str(p) for p in problems))
+
+
 class CampaignConflictError(InputError):
     """A campaign id is already registered with a different plan hash."""
 
 
-class StoreError(InfrastructureError):
-    """Checkpoint or artifact storage is unreachable, corrupt or refused."""
+class NotACampaignFolder(InputError):
+    """The path is not an output folder of `ablate run` (no readable manifest)."""
 
 
-class CampaignInterrupted(InfrastructureError):
-    """A SIGTERM stopped the campaign: its running runs committed their steps and a rerun
-    resumes them (`ablations.preemption`)."""
+class ManifestError(NotACampaignFolder):
+    """manifest.json is there but malformed: the message names the file and the field."""
+
+
+class FolderBusyError(InputError):
+    """Another live campaign holds the output folder."""
+
+
+class OutsideFolder(InputError):
+    """A name that would write outside the campaign's folder: refused, nothing written."""
 
 
 class WorkloadError(InputError):
@@ -95,6 +142,104 @@ class MissingMetric(WorkloadError):
     defect of the code or the plan (the gate answers `fix`), not an answer to the question."""
 
 
+class WorkloadFailed(WorkloadError):
+    """A job failed in a slot's worker because the workload's own code raised."""
+
+    def __init__(self, message: str, error_type: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        """The type of what the job raised in the worker (`Failed.error_type`)."""
+
+
+class NoUsableRestart(WorkloadError):
+    """Raised by a checkpoint hook or restart check: this run cannot be restarted exactly.
+
+    The driver turns it into a `restart` stop instead of a failure, because it is the
+    registered outcome of a check, not a bug; should one ever escape, its cause is the
+    workload's checkpoints (an input: exit 2)."""
+
+    def __init__(self, message: str, step: int = 0) -> None:
+        super().__init__(message)
+        self.message = message
+        self.step = step
+
+
 class DataError(InputError):
     """A workload's data is not the data it must be: the built-in corpus differs from the one
     this version declares, a selection of it is unusable, or a plan registers another digest."""
+
+
+class PredictionsError(InputError):
+    """A predictions file is missing columns or disagrees with the control's inputs."""
+
+
+class BudgetError(InputError):
+    """Budget input that cannot be priced or planned (unknown card, bad figures)."""
+
+
+class ProbeError(InputError):
+    """A probe result that cannot be read or does not belong to the plan (exit code 2)."""
+
+
+class ReportError(InputError):
+    """The output folder lacks what a report is rebuilt from."""
+
+
+# -- the machine or a service (exit 1) -------------------------------------------------------
+
+
+class StoreError(InfrastructureError):
+    """Checkpoint or artifact storage is unreachable, corrupt or refused."""
+
+
+class RefusedCheckpoint(StoreError):
+    """A committed checkpoint that is corrupt, truncated or unreadable (the previous may do)."""
+
+
+class ForeignCheckpoint(StoreError):
+    """A committed checkpoint of another plan hash or run id: never loaded, never replaced."""
+
+
+class ObjectTooLarge(StoreError):
+    """An object larger than its reader allows (`get(key, limit)`): never read whole."""
+
+
+class UntrustedObject(StoreError):
+    """An object read from the store that is unsigned, wrongly signed or not what it should
+    be: refused, never used."""
+
+
+class LedgerError(InfrastructureError):
+    """The ledger cannot be opened or written."""
+
+
+class WorkerLost(InfrastructureError):
+    """A slot's worker process died under a job (killed for memory, a CUDA fault, a signal)."""
+
+
+class JobFailed(InfrastructureError):
+    """A job failed in a slot's worker for the machine's cause: a store, the disk, the ledger."""
+
+    def __init__(self, message: str, error_type: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        """The type of what the job raised in the worker (`Failed.error_type`)."""
+
+
+class SupersededAttempt(InfrastructureError):
+    """This attempt is no longer the one the campaign accepts: it must not commit."""
+
+
+class Interrupted(InfrastructureError):
+    """A run ended by a terminate request at `step`, its checkpoint there saved or not: the
+    machine is being taken away, a cause of the infrastructure (as `CampaignInterrupted`).
+    The driver catches it and records the run as interrupted; it never reaches a caller."""
+
+    def __init__(self, step: int, *, saved: bool) -> None:
+        super().__init__(f"interrupted at step {step}")
+        self.step, self.saved = step, saved
+
+
+class CampaignInterrupted(InfrastructureError):
+    """A SIGTERM stopped the campaign: its running runs committed their steps and a rerun
+    resumes them (`ablations.process.preemption`)."""

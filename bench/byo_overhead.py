@@ -41,8 +41,8 @@ import torch
 
 from ablations.byo.command import HELPER_DIR, CommandWorkload
 from ablations.byo.run import execute
-from ablations.plan.sections import COMMAND_ENTRY
-from ablations.records import RunSpec
+from ablations.plan.workload import COMMAND_ENTRY
+from ablations.run.records import RunSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' Lightning classes
 SCRIPT = Path(__file__).parents[1] / "ablations" / "recipes" / "command" / "train.py"
@@ -114,7 +114,7 @@ EVAL_EVERY = 50
 
 
 def spec_of(surface: str, steps: int, out: Path) -> RunSpec:
-    from ablations.plan.sections import HF_TRAINER_ENTRY, LIGHTNING_ENTRY
+    from ablations.plan.workload import HF_TRAINER_ENTRY, LIGHTNING_ENTRY
 
     fields: dict[str, Any] = dict(
         run_id="bench", campaign_id="bench", plan_hash="0" * 16, variant="control",

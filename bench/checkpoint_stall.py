@@ -31,9 +31,9 @@ from torch import nn
 
 from ablations.checkpoint import CheckpointManager, open_store
 from ablations.checkpoint.interval import young_daly
-from ablations.hooks import RunHistory
-from ablations.plan.sections import CheckpointSection
-from ablations.records import RunSpec
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.run.hooks import RunHistory
+from ablations.run.records import RunSpec
 
 BUCKET = "ablate-bench"
 

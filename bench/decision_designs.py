@@ -39,7 +39,8 @@ from ablations.analysis.design import LookDesign
 from ablations.analysis.sequential import claim_chance
 from ablations.analysis.spending import family_spent, many_to_one_error, spent_by_look
 from ablations.analysis.verdicts import interval_verdicts
-from ablations.plan.sections import DecisionRule, MetricSection
+from ablations.plan.experiment import MetricSection
+from ablations.plan.section import DecisionRule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # decision_sim, beside this file
 from decision_sim import NOISES, TRUE, VARIANTS, Noise, differences

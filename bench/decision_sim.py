@@ -45,7 +45,8 @@ from ablations.analysis.design import LookDesign
 from ablations.analysis.simulate import run_campaigns
 from ablations.analysis.verdicts import INTERVAL_VERDICTS
 from ablations.plan.design import Correction
-from ablations.plan.sections import DecisionRule, MetricSection
+from ablations.plan.experiment import MetricSection
+from ablations.plan.section import DecisionRule
 
 LOOKS = (3, 5, 8, 12)
 VARIANTS = 4

@@ -42,7 +42,7 @@ def main() -> int:
 
     from ablations.campaign.scheduling import longest_first
     from ablations.plan.variants import PlannedRun
-    from ablations.records import RunRecord, Timings
+    from ablations.run.records import RunRecord, Timings
     from ablations.slots.devices import SlotLease
 
     rng = random.Random(args.seed)

@@ -39,9 +39,9 @@ from typing import Any
 
 import torch
 
-from ablations.records import RunSpec
+from ablations.run.records import RunSpec
+from ablations.run.workload import Evaluation, InputGroup, InputReport, load_workload
 from ablations.training.driver import execute, seed_everything
-from ablations.workload import Evaluation, InputGroup, InputReport, load_workload
 
 WORKLOADS = {
     "digits": "ablations.workloads.digits:DigitsWorkload",

@@ -164,7 +164,7 @@ if wanted probe; then
 import sys
 from pathlib import Path
 from ablations.plan.io import load_plan
-from ablations.plan.variants import planned_runs
+from ablations.plan.runs import planned_runs
 from ablations.plan.model import plan_hash
 from ablations.probe.sweep import read
 folder = Path(sys.argv[1])

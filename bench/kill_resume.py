@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from ablations.checkpoint.commit import COMMIT
-from ablations.plan.sections import CheckpointSection, Interval
-from ablations.records import RunRecord, RunSpec
+from ablations.plan.infrastructure import CheckpointSection, Interval
+from ablations.run.records import RunRecord, RunSpec
 
 ENTRY = "ablations.workloads.charlm:CharLMWorkload"
 
@@ -47,7 +47,7 @@ def child(spec_path: str, result_path: str) -> None:
 
     torch.use_deterministic_algorithms(True)
     torch.backends.cudnn.benchmark = False
-    from ablations.slots.jobs import run_spec
+    from ablations.workers.jobs import run_spec
 
     record = run_spec(RunSpec.model_validate_json(Path(spec_path).read_text()))
     Path(result_path).write_text(record.model_dump_json())

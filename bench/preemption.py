@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ablations.plan.sections import CheckpointSection, Interval
-from ablations.records import RunRecord, RunSpec
+from ablations.plan.infrastructure import CheckpointSection, Interval
+from ablations.run.records import RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec
-from ablations.slots.jobs import RunJob
-from ablations.slots.worker import SlotWorker, Warmup
+from ablations.workers.jobs import RunJob
+from ablations.workers.worker import SlotWorker, Warmup
 from ablations.workloads.digits import DigitsWorkload
 
 AT, CLAIM = "BENCH_SIGTERM_AT", "BENCH_SIGTERM_CLAIM"

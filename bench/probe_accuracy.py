@@ -87,9 +87,9 @@ def direct(plan_path: Path, repeats: int) -> int:
     import torch
 
     from ablations.plan.io import load_plan
-    from ablations.probe.point import measure
-    from ablations.records import RunSpec
+    from ablations.run.records import RunSpec
     from ablations.training.driver import execute
+    from ablations.workers.probe_point import measure
 
     torch.set_num_threads(1)
     plan = load_plan(plan_path)

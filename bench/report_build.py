@@ -28,13 +28,13 @@ import yaml
 
 from ablations.campaign.folder import REPORT_HTML
 from ablations.plan.model import parse_plan, plan_hash
-from ablations.plan.variants import planned_runs
-from ablations.records import RunRecord, Stop
+from ablations.plan.runs import planned_runs
 from ablations.report import build_report
 from ablations.report.artifact import report_artifact
 from ablations.report.curves import plot_curves
 from ablations.report.from_folder import report_inputs
 from ablations.report.inputs import ReportRun, assemble_inputs
+from ablations.run.records import RunRecord, Stop
 
 STEPS, EVAL_EVERY, SEEDS = 300, 25, 12
 PLAN: dict[str, Any] = {

@@ -5,8 +5,8 @@ executes as the user of `ablate serve`. `ablate serve --root DIR --allow-entry M
 narrows that: `plan_path` and `out_dir` must lie under a root (resolved, symbolic links
 included), the plan's `workload.entry` must be on the allow-list, and its checkpoint store
 must be inside the output folder, under a root or on `--allow-store` (an S3 store, its
-endpoint: `ablations.entries`); anything else is refused, in one line, before a file outside
-the roots is read or written, a store opened or the workload imported. The pasted plan is
+endpoint: `ablations.security.entries`); anything else is refused, in one line, before a file
+outside the roots is read or written, a store opened or the workload imported. The pasted plan is
 read through the same bounded reader as a file.
 
 The served flow runs are child processes of `ablate serve`: the boundary reaches them through
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ablations.campaign.admission import plan_text_of as admitted_text
-from ablations.entries import require_allowed_entry, require_allowed_store
 from ablations.errors import InputError, short_repr
 from ablations.plan.io import plan_from_text
+from ablations.security.entries import require_allowed_entry, require_allowed_store
 
 ROOTS_ENV = "ABLATE_SERVE_ROOTS"
 ENTRIES_ENV = "ABLATE_ALLOW_ENTRY"

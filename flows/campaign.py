@@ -26,24 +26,19 @@ from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REPORT
 from ablations.campaign.live import LiveCampaign
 from ablations.campaign.lock import hold_folder
+from ablations.campaign.progress import look_lines, look_markdown, outcome, record_rows
 from ablations.campaign.scheduling import longest_first
 from ablations.campaign.state import remove_leftover_temporaries
 from ablations.campaign.steps import gate_decided
-from ablations.credentials import redact
 from ablations.errors import InputError
+from ablations.local.executor import LocalSlots, local_slots_for, warmup_for
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
-from ablations.progress import (
-    look_lines,
-    look_markdown,
-    outcome,
-    record_rows,
-    say,
-)
-from ablations.records import RunRecord
 from ablations.report.md_html import plain
 from ablations.results.summary import decision_sentence, final_rows
-from ablations.slots.local import LocalSlots, local_slots_for, warmup_for
+from ablations.run.records import RunRecord
+from ablations.security.credentials import redact
+from ablations.text.say import say
 from flows.boundary import admitted_plan_text
 from flows.gate_ui import ask_in_ui, decision_markdown
 from flows.live import LiveArtifacts

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any, cast
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REFRAME_DRAFT, REPORT, CampaignFolder
 from ablations.campaign.lock import hold_folder
+from ablations.campaign.manifest import Manifest
 from ablations.campaign.state import existing_registration
 from ablations.cli.arguments import module_name, positive_seconds, store_url
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import CampaignInterrupted, InputError, PlanError
+from ablations.local.executor import LocalSlots, local_slots_for, warmup_for
 from ablations.plan.io import load_plan
 from ablations.plan.model import Plan
-from ablations.preemption import TERMINATE, listen_for_sigterm
-from ablations.results.manifest import Manifest
+from ablations.process.preemption import TERMINATE, listen_for_sigterm
 from ablations.slots.devices import SlotSpec
-from ablations.slots.local import LocalSlots, local_slots_for, warmup_for
 
 if TYPE_CHECKING:
     from flows.local_server import TemporaryServer
@@ -166,7 +166,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _save_on_sigterm(plan: Plan, out_dir: Path, opened: list[LocalSlots]) -> None:
     """On SIGTERM, pass it on to the slot workers (each run commits its current step, see
-    `ablations.preemption`); the campaign then ends with one line, exit 1. Should anything
+    `ablations.process.preemption`); the campaign then ends with one line, exit 1. Should anything
     hang, the process exits anyway once the grace period is over."""
     grace = plan.checkpoint.terminate_grace_seconds
 

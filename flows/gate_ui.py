@@ -22,7 +22,7 @@ from pydantic import ConfigDict, Field, create_model, field_validator
 
 from ablations.campaign.gate import GateDecision, apply_answer
 from ablations.plan.variants import CONTROL, PlannedRun
-from ablations.progress import say
+from ablations.text.say import say
 from tasks.artifacts import markdown_artifact
 
 DECISION_HELP = (

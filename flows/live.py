@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ablations.campaign.live import LiveCampaign
-from ablations.records import RunRecord
+from ablations.run.records import RunRecord
 from tasks.artifacts import progress_artifact, update_progress
 
 KEY = "campaign-progress"

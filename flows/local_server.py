@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ablations.errors import InfrastructureError
-from ablations.slots.parent_watch import PRCTL, die_with_parent
+from ablations.process.parent_watch import PRCTL, die_with_parent
 from flows.server_database import prepare_database
 
 STARTUP_FAILED = 3

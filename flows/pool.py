@@ -2,10 +2,10 @@
 
 With `ablate run --pool NAME` each run (and the preflight) is submitted with
 `run_deployment("run/NAME")`; a worker on a GPU host runs it (`flows/run.py`,
-`ablations.slots.attempts.run_on_host`). Each submission is an attempt the campaign accepts
+`ablations.pool.attempts.run_on_host`). Each submission is an attempt the campaign accepts
 in the store before submitting it; a flow run whose heartbeat stops is set Crashed here and
 the next attempt resumes from the newest checkpoint any attempt committed (the store's layout
-and the fence: `ablations.slots.attempts`, `ablations.checkpoint.fence`).
+and the fence: `ablations.pool.attempts`, `ablations.checkpoint.fence`).
 """
 
 from __future__ import annotations
@@ -30,13 +30,10 @@ from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import CampaignFolder
 from ablations.checkpoint import fence
-from ablations.checkpoint.store import ObjectTooLarge
-from ablations.errors import InputError, StoreError
+from ablations.errors import InputError, ObjectTooLarge, StoreError
+from ablations.plan.infrastructure import ResourcesSection
 from ablations.plan.model import Plan
-from ablations.plan.sections import ResourcesSection
-from ablations.progress import say
-from ablations.records import PreflightReport, RunError, RunRecord, RunSpec
-from ablations.slots.attempts import (
+from ablations.pool.attempts import (
     HEARTBEAT,
     OUTPUTS,
     Kind,
@@ -48,8 +45,7 @@ from ablations.slots.attempts import (
     require_shared_store,
     result_key,
 )
-from ablations.slots.devices import SlotSpec, parse_devices
-from ablations.slots.trust import (
+from ablations.pool.trust import (
     MAX_ARTIFACT_BYTES,
     MAX_SMALL_BYTES,
     Liveness,
@@ -61,6 +57,9 @@ from ablations.slots.trust import (
     require_sole_result,
     unseal,
 )
+from ablations.run.records import PreflightReport, RunError, RunRecord, RunSpec
+from ablations.slots.devices import SlotSpec, parse_devices
+from ablations.text.say import say
 
 if TYPE_CHECKING:  # the checkpoint package imports torch: never before a slot is pinned
     from ablations.checkpoint.store import FsspecStore
@@ -172,7 +171,7 @@ class PoolExecutor:
     def run(self, spec: RunSpec) -> RunRecord:
         """Run one run on the pool; bring its artifacts into the campaign's output folder.
 
-        What comes back is checked (`ablations.slots.trust`): a result that answers another
+        What comes back is checked (`ablations.pool.trust`): a result that answers another
         run, names files this run does not export, or exports a file whose sha256 differs
         from the result's is refused, and the run is submitted again with a fresh attempt;
         refused every time, the run is `failed` with `UntrustedResult` and the reason (an

@@ -1,7 +1,7 @@
 """The `run` flow: one run (or the preflight) on a slot of the worker's host.
 
 Deployed on a process work pool by prefect.yaml as `run/<pool>`; `ablate run --pool`
-submits it once per run (ablations/slots/attempts.py). Each flow run is its own process on the
+submits it once per run (ablations/pool/attempts.py). Each flow run is its own process on the
 host of the worker that picked it up, and leases one of that host's slots there.
 """
 
@@ -11,8 +11,8 @@ from typing import Any, Literal
 from prefect import flow
 from prefect.runtime import flow_run
 
-from ablations.records import RunSpec
-from ablations.slots.attempts import run_on_host
+from ablations.pool.attempts import run_on_host
+from ablations.run.records import RunSpec
 
 
 def _run_name() -> str:

@@ -1,6 +1,6 @@
 """Progress lines in the Prefect UI: `say` lines become the current flow or task run's logs.
 
-`ablations.progress.say` prints to the terminal and logs to `ablate.progress` (no handler,
+`ablations.text.say.say` prints to the terminal and logs to `ablate.progress` (no handler,
 no propagation); the handler below sends those records to the Prefect API, and only from
 inside a flow or task run, so nothing reaches the terminal twice and lines said outside a run
 (e.g. by a helper thread without a run context) are left out instead of warned about.
@@ -13,9 +13,9 @@ import logging
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging.handlers import APILogHandler
 
-from ablations.credentials import redact
 from ablations.errors import InputError
-from ablations.progress import PROGRESS_LOG
+from ablations.security.credentials import redact
+from ablations.text.say import PROGRESS_LOG
 
 
 class _RunLogHandler(APILogHandler):
@@ -54,7 +54,7 @@ class _InputErrorSaidOnce(logging.Filter):
 class _Redacted(logging.Filter):
     """Prefect's own lines about a flow or task run (a task that raised, with its traceback)
     go to the run's logs in the UI: redacted like every message that leaves the process
-    (`ablations.credentials.redact`). Rewrites the record, never drops it."""
+    (`ablations.security.credentials.redact`). Rewrites the record, never drops it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()

@@ -1,8 +1,8 @@
 """The campaign's Prefect artifacts, with nothing secret in them: every artifact is created here.
 
 An artifact's text comes from records, the plan and exceptions' messages; whoever reads the
-Prefect UI (or its API) reads it. `ablations.credentials.redact` runs over each (URLs without
-user info or query, known key shapes masked) as it leaves the process.
+Prefect UI (or its API) reads it. `ablations.security.credentials.redact` runs over each (URLs
+without user info or query, known key shapes masked) as it leaves the process.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
-from ablations.credentials import redact
+from ablations.security.credentials import redact
 
 
 def markdown_artifact(key: str, markdown: str, description: str | None = None) -> None:

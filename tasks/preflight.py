@@ -8,7 +8,7 @@ from prefect.cache_policies import NO_CACHE
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.steps import preflight_once
-from ablations.records import PreflightReport
+from ablations.run.records import PreflightReport
 
 
 # NO_CACHE: the executor holds processes and locks, and the campaign is an in-process handle:

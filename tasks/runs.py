@@ -10,10 +10,10 @@ from prefect.states import Cancelled, Completed, Failed, State
 
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
+from ablations.campaign.progress import outcome
 from ablations.campaign.steps import execute_registered_run
-from ablations.credentials import redact
-from ablations.progress import outcome
-from ablations.records import RunRecord
+from ablations.run.records import RunRecord
+from ablations.security.credentials import redact
 
 
 def run_state(record: RunRecord) -> State:

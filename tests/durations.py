@@ -24,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from ablations.atomic import atomic_write_text
+from ablations.files.atomic import atomic_write_text
 
 DURATIONS_FILE = Path(__file__).with_name("durations.json")
 UNKNOWN_SECONDS = 1.0

@@ -20,7 +20,7 @@ Importing a module runs its packages' `__init__` first: an edge to `a.b.c` is al
 
 At package level, a *unit* is what sits on one layer: for a package split into units
 (`ablations`) each first-level subpackage (`ablations.campaign`, with everything below it) and
-each module loose at its root (`ablations.records`); `ablations` itself is only its
+each module loose at its root (`ablations.run.records`); `ablations` itself is only its
 `__init__`. Every other top-level package (`tasks`, `flows`) is one unit.
 """
 

@@ -2,9 +2,9 @@
 renamed module it still names misleads the next reader (#37).
 
 A name counts when it is quoted in backticks and reads as a place in the repository:
-`flows/cli.py`, `tests/faults/`, `slots/jobs.py` (short for `ablations/slots/jobs.py`), a
+`flows/cli.py`, `tests/faults/`, `workers/jobs.py` (short for `ablations/workers/jobs.py`), a
 module and what it defines (`campaign/state.register`, `tests/faults/conftest.py:Campaign`,
-`results/job.ResultsJob`), or a dotted module (`ablations.preemption`). Names of the output
+`results/job.ResultsJob`), or a dotted module (`ablations.process.preemption`). Names of the output
 folder (`records/<run_id>.json`, `DIR/.lock`, `metrics/`) and commands are not the
 repository's and are left out.
 """

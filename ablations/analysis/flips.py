@@ -17,14 +17,10 @@ from pathlib import Path
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from ablations.errors import InputError
-from ablations.records import RunRecord
+from ablations.errors import PredictionsError
+from ablations.run.records import RunRecord
 
 PREDICTION_COLUMNS = ("input_id", "label", "predicted")
-
-
-class PredictionsError(InputError):
-    """A predictions file is missing columns or disagrees with the control's inputs."""
 
 
 class FlipInput(BaseModel):

@@ -21,7 +21,7 @@ from ablations.analysis.verdicts import runs_verdict
 from ablations.plan.design import alpha_of, correction_of, futility_of, spending_of
 from ablations.plan.model import Plan
 from ablations.plan.variants import CONTROL, PlannedRun, variant_names
-from ablations.records import RunRecord
+from ablations.run.records import RunRecord
 
 
 def look_design(plan: Plan) -> LookDesign:

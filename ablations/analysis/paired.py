@@ -23,8 +23,9 @@ from scipy import special
 from ablations.analysis.looks import BUDGET_ENDED
 from ablations.analysis.sequential import Judgement, fixed_design, judge_look
 from ablations.analysis.verdicts import interval_verdict, runs_verdict, trimmed_note
-from ablations.plan.sections import Category, MetricSection, Verdict
-from ablations.records import RunRecord, RunStatus
+from ablations.plan.experiment import MetricSection
+from ablations.plan.section import Category, Verdict
+from ablations.run.records import RunRecord, RunStatus
 
 CONFIDENCE = 0.95
 verdict_of = interval_verdict

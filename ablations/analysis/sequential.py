@@ -48,7 +48,8 @@ from ablations.analysis.pooling import own_spreads, shared_correlation
 from ablations.analysis.sizing import seeds_to_decide
 from ablations.analysis.spending import Spending
 from ablations.analysis.verdicts import INTERVAL_VERDICTS, interval_verdicts
-from ablations.plan.sections import MetricSection, Verdict
+from ablations.plan.experiment import MetricSection
+from ablations.plan.section import Verdict
 
 __all__ = [
     "Judgement",

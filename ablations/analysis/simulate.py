@@ -17,7 +17,7 @@ import numpy as np
 from ablations.analysis.design import LookDesign
 from ablations.analysis.sequential import judge_arrays
 from ablations.analysis.verdicts import INTERVAL_VERDICTS
-from ablations.plan.sections import MetricSection
+from ablations.plan.experiment import MetricSection
 
 SIZING_CAMPAIGNS = 2000
 """Simulated campaigns behind a sizing figure: its Monte-Carlo error is about 1 point."""

@@ -12,7 +12,7 @@ import math
 from scipy import special
 
 from ablations.analysis.pooling import critical_value
-from ablations.plan.sections import MetricSection
+from ablations.plan.experiment import MetricSection
 
 MAX_SEEDS = 10_000
 """Seed counts are not searched beyond this."""

@@ -1,6 +1,6 @@
 """Verdicts: what a campaign concluded about each variant, from its runs and its interval.
 
-Every variant gets one verdict (`Verdict`, declared in `ablations.plan.sections`), decided in
+Every variant gets one verdict (`Verdict`, declared in `ablations.plan.section`), decided in
 this order:
 
 1. From its runs, when any main-phase run of it was not accepted: a configuration that fails
@@ -42,8 +42,9 @@ from typing import get_args
 
 import numpy as np
 
-from ablations.plan.sections import DecisionRule, MetricSection, Verdict
-from ablations.records import RunRecord
+from ablations.plan.experiment import MetricSection
+from ablations.plan.section import DecisionRule, Verdict
+from ablations.run.records import RunRecord
 
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 FAILURE_ORDER: tuple[Verdict, ...] = ("diverges", "input truncated", "fails threshold", "failed")

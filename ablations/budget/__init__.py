@@ -10,13 +10,7 @@
 """
 
 from ablations.budget.assess import BudgetAssessment, Suggestion, assess_hours, assess_plan
-from ablations.budget.catalog import (
-    CARDS_PER_LOT,
-    CATALOG,
-    BudgetError,
-    Catalog,
-    Package,
-)
+from ablations.budget.catalog import CARDS_PER_LOT, CATALOG, Catalog, Package
 from ablations.budget.cost import (
     CostSummary,
     accepted_results,
@@ -42,6 +36,7 @@ from ablations.budget.realized import (
     RunDeviation,
     planned_vs_realized,
 )
+from ablations.errors import BudgetError
 
 __all__ = [
     "CARDS_PER_LOT",

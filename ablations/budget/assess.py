@@ -32,14 +32,15 @@ from ablations.budget.projection import (
 )
 from ablations.budget.sizing import Sizing, size_main
 from ablations.plan.model import Plan, plan_hash
-from ablations.plan.sections import Cost
-from ablations.records import RunRecord
-from ablations.units import hours as show_hours
-from ablations.units import usd
+from ablations.plan.offers import Cost
+from ablations.run.records import RunRecord
+from ablations.text.units import hours as show_hours
+from ablations.text.units import usd
 
 if TYPE_CHECKING:
     from ablations.probe.sweep import ProbeResult
-from ablations.plan.variants import PlannedRun, planned_runs
+from ablations.plan.runs import planned_runs
+from ablations.plan.variants import PlannedRun
 
 
 class Suggestion(BaseModel):

@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from ablations.errors import InputError
-from ablations.plan.sections import Offer, PackageSection
+from ablations.errors import BudgetError
+from ablations.plan.offers import Offer, PackageSection
 
 CATALOG: tuple[Offer, ...] = (
     Offer(gpu="RTX 4090", days=3, price_usd=47.14),
@@ -26,10 +26,6 @@ CATALOG: tuple[Offer, ...] = (
 
 CARDS_PER_LOT: dict[str, int] = {"B200": 2}
 """Cards in one lot where it is not one. B200 is known here without any known price."""
-
-
-class BudgetError(InputError):
-    """Budget input that cannot be priced or planned (unknown card, bad figures)."""
 
 
 def gpu_key(name: str) -> str:

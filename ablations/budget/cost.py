@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from ablations.budget.catalog import Package
-from ablations.plan.sections import Cost
-from ablations.records import RunRecord
+from ablations.plan.offers import Cost
+from ablations.run.records import RunRecord
 
 
 class CostSummary(BaseModel):

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from statistics import fmean
 
 from ablations.plan.model import Plan
-from ablations.plan.sections import RunEstimate
-from ablations.records import RunRecord
+from ablations.plan.offers import RunEstimate
+from ablations.run.records import RunRecord
 
 
 def estimate_from_records(records: Sequence[RunRecord], plan: Plan | None = None) -> RunEstimate:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ablations.budget.assess import BudgetAssessment
 from ablations.budget.cost import CostSummary
 from ablations.budget.realized import PlannedVsRealized
-from ablations.units import hours, signed_hours, usd
+from ablations.text.units import hours, signed_hours, usd
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -26,8 +26,10 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from ablations.checkpoint.interval import BOOTSTRAP_STEPS, young_daly
+from ablations.plan.infrastructure import CheckpointSection
 from ablations.plan.model import Plan
-from ablations.plan.sections import Category, CheckpointSection, RunEstimate
+from ablations.plan.offers import RunEstimate
+from ablations.plan.section import Category
 from ablations.plan.variants import Phase, PlannedRun
 
 PARTS = ("load", "train", "evaluate", "checkpoint", "export")

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from ablations.budget.projection import PARTS, Projection
-from ablations.records import RunRecord
-from ablations.units import duration, significant
+from ablations.run.records import RunRecord
+from ablations.text.units import duration, significant
 
 EXPLAINED_ABOVE = 0.20
 """A realized time off the plan by more than this fraction gets a one-phrase explanation."""

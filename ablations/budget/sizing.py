@@ -28,10 +28,10 @@ from ablations.analysis.simulate import POWER, max_for_power, power_at
 from ablations.budget.projection import project
 from ablations.plan.design import growing_looks
 from ablations.plan.model import Plan
-from ablations.plan.sections import RunEstimate
+from ablations.plan.offers import RunEstimate
 from ablations.plan.variants import CONTROL, PlannedRun
-from ablations.records import RunRecord
-from ablations.units import hours
+from ablations.run.records import RunRecord
+from ablations.text.units import hours
 
 DECIDES = 0.5
 """Below this power at twice the useful effect, the seeds cannot decide a useful effect: a

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 if TYPE_CHECKING:
     from ablations.byo.session import Session
-    from ablations.plan.sections import WorkloadSection
-    from ablations.records import RunSpec
+    from ablations.plan.workload import WorkloadSection
+    from ablations.run.records import RunSpec
 
 
 class ExternalWorkload(Protocol):
@@ -80,7 +80,7 @@ def load_attribute(entry: str) -> Any:
 
 def external_entry(entry: str) -> bool:
     """Whether the workload entry `module:attr` imports and runs its own loop."""
-    from ablations.workload import load_workload
+    from ablations.run.workload import load_workload
 
     try:
         return is_external(load_workload(entry))

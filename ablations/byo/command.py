@@ -48,9 +48,9 @@ import torch
 from ablations.byo import run_variables
 from ablations.byo.session import Reply, Session
 from ablations.errors import WorkloadError
-from ablations.plan.sections import PLACEHOLDER, ParamValue, shown
-from ablations.records import RunSpec
-from ablations.scratch import scratch_folder
+from ablations.plan.section import PLACEHOLDER, ParamValue, shown
+from ablations.process.scratch import scratch_folder
+from ablations.run.records import RunSpec
 
 log = logging.getLogger(__name__)
 

@@ -42,8 +42,8 @@ from ablations.byo import load_attribute, run_environment
 from ablations.byo.generators import random_state, set_random_state
 from ablations.byo.session import LOSS_SYNC_STEPS, Session
 from ablations.errors import WorkloadError
-from ablations.records import RunSpec
-from ablations.scratch import scratch_folder
+from ablations.process.scratch import scratch_folder
+from ablations.run.records import RunSpec
 
 BOOKKEEPING = {"eval_runtime", "eval_samples_per_second", "eval_steps_per_second", "epoch"}
 """What `on_evaluate`'s metrics carry besides metrics: not kept as the step's evaluation."""

@@ -39,9 +39,10 @@ from ablations.byo import load_attribute, run_environment
 from ablations.byo.generators import random_state, set_random_state
 from ablations.byo.session import LOSS_SYNC_STEPS, PREDICTION_COLUMNS, Session
 from ablations.errors import WorkloadError
-from ablations.plan.sections import PLACEHOLDER, LightningSection, ParamValue
-from ablations.records import RunSpec
-from ablations.scratch import scratch_folder
+from ablations.plan.section import PLACEHOLDER, ParamValue
+from ablations.plan.workload import LightningSection
+from ablations.process.scratch import scratch_folder
+from ablations.run.records import RunSpec
 
 CHECKPOINT = "last.ckpt"
 """The file `trainer.save_checkpoint` writes in the folder committed to the store."""

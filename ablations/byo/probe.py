@@ -31,14 +31,9 @@ import torch
 
 from ablations.byo.session import Reply, Session
 from ablations.checkpoint.manager import CheckpointManager
-from ablations.plan.sections import (
-    CheckpointSection,
-    NonFiniteLossRule,
-    QualityRule,
-    RestartRule,
-    StopRules,
-)
-from ablations.records import MemoryPeak, RunSpec
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.plan.rules import NonFiniteLossRule, QualityRule, RestartRule, StopRules
+from ablations.run.records import MemoryPeak, RunSpec
 
 RULES_OFF = StopRules(
     non_finite_loss=NonFiniteLossRule(enabled=False),

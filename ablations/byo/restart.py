@@ -36,7 +36,7 @@ from ablations.byo.trace import RestartTrace
 from ablations.checkpoint.commit import Identity
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.checkpoint.store import open_store
-from ablations.records import RunSpec, Stop
+from ablations.run.records import RunSpec, Stop
 
 Cause = Literal["nondeterministic", "batches", "state", "random", "unknown"]
 

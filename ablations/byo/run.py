@@ -20,9 +20,9 @@ import torch
 from ablations.byo import ExternalWorkload, framework_versions
 from ablations.byo.session import PREDICTION_COLUMNS, Session
 from ablations.checkpoint.manager import CheckpointManager
-from ablations.errors import MissingMetric, WorkloadError
-from ablations.names import run_file_names
-from ablations.records import (
+from ablations.errors import Interrupted, MissingMetric, NoUsableRestart, WorkloadError
+from ablations.files.names import run_file_names
+from ablations.run.records import (
     CheckpointSummary,
     RunEnvironment,
     RunError,
@@ -31,9 +31,8 @@ from ablations.records import (
     Stop,
     rejection_of,
 )
-from ablations.training.driver import Interrupted, interrupted_error, run_status
+from ablations.training.driver import interrupted_error, run_status
 from ablations.training.run_files import write_csv
-from ablations.training.stop_rules import NoUsableRestart
 
 
 def execute(

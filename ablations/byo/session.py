@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.errors import MissingMetric, StoreError, WorkloadError
-from ablations.preemption import TERMINATE
-from ablations.records import CheckpointSummary, RunSpec, Stop, Timings
+from ablations.process.preemption import TERMINATE
+from ablations.run.records import CheckpointSummary, RunSpec, Stop, Timings
+from ablations.run.workload import Predictions
 from ablations.training.stop_rules import non_finite_stop, quality_stop
-from ablations.workload import Predictions
 
 if TYPE_CHECKING:
     from ablations.byo.trace import RestartTrace
@@ -112,7 +112,7 @@ class Session:
         self.step = 0
         self.resumed_step = 0
         self.interrupted_at: int | None = None
-        """The step at which a terminate request (`ablations.preemption`) ended the run."""
+        """The step at which a terminate request (`ablations.process.preemption`) ended the run."""
         self.losses: list[tuple[int, float]] = []
         """(step, training loss) of every report that carried one."""
         self.evaluations: list[dict[str, float]] = []

@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ablations.campaign.state import existing_registration
-from ablations.credentials import redact
 from ablations.errors import InputError, PlanError
 from ablations.plan.io import parse_yaml, plan_from_text, read_plan_text
 from ablations.plan.io import plan_text_of as bounded_text
 from ablations.plan.model import Plan
+from ablations.security.credentials import redact
 
 NO_PLAN = "no plan given: fill in plan_path (a YAML file on the serving machine) or plan_yaml"
 

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING
 from ablations.analysis.looks import Looks
 from ablations.campaign.folder import CampaignFolder, Registration
 from ablations.errors import InputError
-from ablations.names import REGISTRATION
+from ablations.files.names import REGISTRATION
 from ablations.plan.model import Plan
-from ablations.plan.variants import Phase, PlannedRun, planned_runs
-from ablations.records import PreflightReport, RunRecord
+from ablations.plan.runs import planned_runs
+from ablations.plan.variants import Phase, PlannedRun
+from ablations.run.records import PreflightReport, RunRecord
 
 if TYPE_CHECKING:
     from ablations.budget import Projection

@@ -31,7 +31,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from ablations.errors import InputError
-from ablations.names import MANIFEST, REGISTRATION
+from ablations.files.names import MANIFEST, REGISTRATION
 from ablations.plan.model import Plan
 
 MAX_FILES = 2000

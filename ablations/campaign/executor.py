@@ -1,6 +1,6 @@
 """Where a campaign's runs run: the `Executor` protocol the campaign's steps are written against.
 
-Two implementations: `ablations.slots.local.LocalSlots` (a worker process per slot of this
+Two implementations: `ablations.local.executor.LocalSlots` (a worker process per slot of this
 machine) and `flows.pool.PoolExecutor` (each run a flow run on a Prefect work pool's hosts).
 The flow opens one and passes it to the steps that need it: nothing looks one up by folder.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ablations.campaign.campaign import Campaign
-from ablations.records import PreflightReport, RunRecord, RunSpec
+from ablations.run.records import PreflightReport, RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec
 
 

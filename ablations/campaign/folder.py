@@ -5,8 +5,8 @@
     folder.records()                      # every DIR/records/<run_id>.json, as RunRecords
     folder.manifest()                     # DIR/manifest.json as a `Manifest` (read once)
 
-The names of the output contract (ARCHITECTURE.md) live in `ablations.names`, re-exported
-here. Every write goes through a temporary file and a rename (`ablations.atomic`), so a
+The names of the output contract (ARCHITECTURE.md) live in `ablations.files.names`, re-exported
+here. Every write goes through a temporary file and a rename (`ablations.files.atomic`), so a
 reader never sees half a file, and the rename is made durable. Reads return pydantic models,
 or None where the file does not exist (yet).
 """
@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from ablations.atomic import atomic_write_bytes, atomic_write_text
 from ablations.campaign.code import WorkloadCode
-from ablations.errors import InputError
-from ablations.records import PreflightReport, RunRecord
-from ablations.results.manifest import Manifest, read_manifest
+from ablations.campaign.manifest import Manifest, read_manifest
+from ablations.files.atomic import atomic_write_bytes, atomic_write_text
+from ablations.run.records import PreflightReport, RunRecord
 
 if TYPE_CHECKING:
     from ablations.analysis.looks import Looks
@@ -30,9 +29,10 @@ if TYPE_CHECKING:
     from ablations.campaign.gate import GateDecision
     from ablations.plan.model import Plan
 
-# The output contract's names live at the bottom (`ablations.names`); re-exported here so
+# The output contract's names live at the bottom (`ablations.files.names`); re-exported here so
 # `from ablations.campaign.folder import GATE` keeps working.
-from ablations.names import (  # noqa: F401
+from ablations.errors import OutsideFolder
+from ablations.files.names import (  # noqa: F401
     CURVES_PNG,
     EFFECTS_PNG,
     GATE,
@@ -64,10 +64,6 @@ from ablations.names import (  # noqa: F401
     WRITTEN_FOLDERS,
     record_name,
 )
-
-
-class OutsideFolder(InputError):
-    """A name that would write outside the campaign's folder: refused, nothing written."""
 
 
 def inside(root: Path, relative: str) -> Path:

@@ -25,8 +25,8 @@ from ablations.budget import estimate_from_records, project
 from ablations.budget.sizing import Sizing, size_main
 from ablations.plan.model import Plan
 from ablations.plan.variants import CONTROL, PlannedRun
-from ablations.records import PreflightReport, RunRecord
-from ablations.units import hours as _duration  # hours for people: s, min or h by size
+from ablations.run.records import PreflightReport, RunRecord
+from ablations.text.units import hours as _duration  # hours for people: s, min or h by size
 
 Decision = Literal["continue", "trim", "reframe", "fix"]
 """continue and trim run the main phase; reframe ends the campaign because the question cannot

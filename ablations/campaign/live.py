@@ -25,8 +25,8 @@ from ablations.budget.catalog import Catalog, Package
 from ablations.budget.projection import Projection, lpt_makespan
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
-from ablations.records import RunRecord
-from ablations.units import hours as duration
+from ablations.run.records import RunRecord
+from ablations.text.units import hours as duration
 
 
 class LiveView(BaseModel):

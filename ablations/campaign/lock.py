@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ablations.errors import InputError
-from ablations.names import LOCK
+from ablations.errors import FolderBusyError, InputError
+from ablations.files.names import LOCK
 
 LOCK_NAME = LOCK
 """The lock file's name inside the output folder."""
@@ -35,10 +35,6 @@ _created: set[Path] = set()
 """Held folders this process created: removed again at release when only the lock is in them
 (a campaign refused before it wrote anything leaves nothing behind)."""
 _guard = threading.Lock()
-
-
-class FolderBusyError(InputError):
-    """Another live campaign holds the output folder."""
 
 
 def _holder(fd: int) -> str:

@@ -22,9 +22,9 @@ from ablations.analysis.looks import (
 )
 from ablations.budget import estimate_from_records, project
 from ablations.campaign.campaign import Campaign
-from ablations.crash_points import crash_point
 from ablations.plan.variants import CONTROL, PlannedRun
-from ablations.records import RunRecord
+from ablations.process.crash_points import crash_point
+from ablations.run.records import RunRecord
 
 
 def recorded_looks(campaign: Campaign) -> Looks:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 
 from ablations.plan.variants import PlannedRun
-from ablations.records import RunRecord
+from ablations.run.records import RunRecord
 
 
 def longest_first(runs: list[PlannedRun], measured: list[RunRecord]) -> list[PlannedRun]:

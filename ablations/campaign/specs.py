@@ -5,7 +5,7 @@ from __future__ import annotations
 from ablations.campaign.state import Registration
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
-from ablations.records import RunSpec
+from ablations.run.records import RunSpec
 
 
 def spec_for(plan: Plan, registration: Registration, run: PlannedRun) -> RunSpec:

@@ -16,24 +16,21 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from ablations.atomic import atomic_write_text
 from ablations.campaign.code import WorkloadCode, workload_code
 from ablations.campaign.folder import CampaignFolder, Registration
-from ablations.crash_points import AFTER_PLAN, crash_point
 from ablations.errors import CampaignConflictError, InfrastructureError, InputError
-from ablations.names import LOCK, PLAN, RECORDS, REGISTRATION, WRITTEN_FOLDERS
+from ablations.files.atomic import atomic_write_text
+from ablations.files.names import LOCK, PLAN, RECORDS, REGISTRATION, WRITTEN_FOLDERS
 from ablations.plan.io import plan_from_text
 from ablations.plan.model import Plan, plan_hash
-from ablations.records import RunRecord
-from ablations.results.manifest import NotACampaignFolder, read_manifest
+from ablations.process.crash_points import AFTER_PLAN, crash_point
+from ablations.run.records import RunRecord
 
 __all__ = [
-    "NotACampaignFolder",
     "Registration",
     "atomic_write_text",
     "existing_registration",
     "folder_uri",
-    "read_manifest",
     "register",
     "remove_leftover_temporaries",
     "save_record",

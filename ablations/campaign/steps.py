@@ -23,13 +23,13 @@ from ablations.campaign.executor import Executor
 from ablations.campaign.gate import GateDecision, auto_decision
 from ablations.campaign.specs import spec_for
 from ablations.campaign.state import save_record
-from ablations.crash_points import AFTER_GATE, crash_point
 from ablations.errors import CampaignInterrupted
-from ablations.names import PLAN, REFRAME_DRAFT
+from ablations.files.names import PLAN, REFRAME_DRAFT
 from ablations.plan.io import parse_yaml
 from ablations.plan.variants import CONTROL
-from ablations.preemption import TERMINATE
-from ablations.records import PreflightReport, RunRecord
+from ablations.process.crash_points import AFTER_GATE, crash_point
+from ablations.process.preemption import TERMINATE
+from ablations.run.records import PreflightReport, RunRecord
 
 
 def registered_projection(campaign: Campaign, slots: int) -> Projection:

@@ -17,21 +17,22 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# The two refusals a caller catches: from the exception tree, which imports nothing.
+from ablations.errors import ForeignCheckpoint, RefusedCheckpoint
+
 if TYPE_CHECKING:
-    from ablations.checkpoint.commit import ForeignCheckpoint, Identity, RefusedCheckpoint
+    from ablations.checkpoint.commit import Identity
     from ablations.checkpoint.interval import IntervalPolicy, overhead, young_daly
     from ablations.checkpoint.manager import CheckpointManager
     from ablations.checkpoint.saver import Retry
     from ablations.checkpoint.store import FsspecStore, Store, open_store
-    from ablations.records import RunSpec
+    from ablations.run.records import RunSpec
 
 _HOME = {
     "CheckpointManager": "manager",
-    "ForeignCheckpoint": "commit",
     "FsspecStore": "store",
     "Identity": "commit",
     "IntervalPolicy": "interval",
-    "RefusedCheckpoint": "commit",
     "Retry": "saver",
     "Store": "store",
     "open_store": "store",

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, replace
 
 from ablations.checkpoint.store import Store
-from ablations.errors import StoreError
-from ablations.signing import UntrustedObject, sign, signing_key, verify
+from ablations.errors import ForeignCheckpoint, RefusedCheckpoint, StoreError, UntrustedObject
+from ablations.security.signing import sign, signing_key, verify
 
 COMMIT = "COMMIT.json"
 MAX_COMMIT_BYTES = 1 << 20
@@ -54,14 +54,6 @@ class Identity:
         if self.attempt is None:
             return self.run_prefix
         return f"{self.run_prefix}/{ATTEMPTS}/{self.attempt}"
-
-
-class RefusedCheckpoint(StoreError):
-    """A committed checkpoint that is corrupt, truncated or unreadable (the previous may do)."""
-
-
-class ForeignCheckpoint(StoreError):
-    """A committed checkpoint of another plan hash or run id: never loaded, never replaced."""
 
 
 def step_key(identity: Identity, step: int) -> str:

@@ -13,7 +13,7 @@ With `ABLATE_SIGNING_KEY` the pointer is signed (with the campaign and run it be
 that is unsigned, wrongly signed or copied from another run names no attempt, and so fences
 every attempt until the campaign rewrites it. A signed pointer can still be replayed (put
 back as an older copy of itself): the campaign takes a result only from the one attempt that
-has one (`ablations.slots.trust`), so a pointer moved back to an older attempt is refused.
+has one (`ablations.pool.trust`), so a pointer moved back to an older attempt is refused.
 """
 
 from __future__ import annotations
@@ -21,19 +21,20 @@ from __future__ import annotations
 import json
 import re
 
-from ablations.checkpoint.store import ObjectTooLarge, Store
-from ablations.errors import InfrastructureError, StoreError
-from ablations.signing import UntrustedObject, sign, signing_key, verify
+from ablations.checkpoint.store import Store
+from ablations.errors import (
+    ObjectTooLarge,
+    StoreError,
+    SupersededAttempt,
+    UntrustedObject,
+)
+from ablations.security.signing import sign, signing_key, verify
 
 ACCEPTED = "accepted.json"
 MAX_POINTER_BYTES = 4096
 """The pointer is one short line of JSON: a larger object is not ours and is never read."""
 ATTEMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
 """The ids the campaign gives attempts: an id becomes part of store keys, so `../x` never does."""
-
-
-class SupersededAttempt(InfrastructureError):
-    """This attempt is no longer the one the campaign accepts: it must not commit."""
 
 
 def _key(campaign_id: str, run_id: str) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ablations.plan.sections import CheckpointSection
+from ablations.plan.infrastructure import CheckpointSection
 
 BOOTSTRAP_STEPS = 5
 """Steps before the first `auto` save: past the first step's warm-up (lazy init, autotuning)

@@ -9,14 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ablations.checkpoint import commit, fence, state
-from ablations.checkpoint.commit import ForeignCheckpoint, Identity, RefusedCheckpoint
+from ablations.checkpoint.commit import Identity
 from ablations.checkpoint.interval import IntervalPolicy
 from ablations.checkpoint.saver import Outcome, Retry, Saver
 from ablations.checkpoint.store import Store, open_store
-from ablations.errors import StoreError
-from ablations.hooks import RunHistory
-from ablations.records import CheckpointSummary, RunSpec
-from ablations.workload import Workload
+from ablations.errors import ForeignCheckpoint, RefusedCheckpoint, StoreError
+from ablations.run.hooks import RunHistory
+from ablations.run.records import CheckpointSummary, RunSpec
+from ablations.run.workload import Workload
 
 log = logging.getLogger(__name__)
 

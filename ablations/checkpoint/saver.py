@@ -9,7 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ablations.checkpoint.fence import SupersededAttempt
+from ablations.errors import SupersededAttempt
 
 log = logging.getLogger(__name__)
 

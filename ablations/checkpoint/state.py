@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from ablations.errors import StoreError
-from ablations.hooks import RunHistory
-from ablations.workload import Workload
+from ablations.run.hooks import RunHistory
+from ablations.run.workload import Workload
 
 MODEL, STATE = "model.pt", "state.pt"
 

@@ -18,19 +18,14 @@ from typing import Any, Protocol, runtime_checkable
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from ablations.errors import StoreError
-from ablations.plan.sections import CheckpointSection
-from ablations.signing import UntrustedObject
+from ablations.errors import ObjectTooLarge, StoreError, UntrustedObject
+from ablations.plan.infrastructure import CheckpointSection
 
 S3_TIMEOUTS = {"connect_timeout": 5, "read_timeout": 60}
 """Seconds; botocore's defaults (60 s connect) would hang a run on a dead endpoint for
 minutes before the saver's own retries even start."""
 S3_SDK_RETRIES = 2
 """Retries inside s3fs/botocore per call; the saver retries whole checkpoints on top."""
-
-
-class ObjectTooLarge(StoreError):
-    """An object larger than its reader allows (`get(key, limit)`): never read whole."""
 
 
 @runtime_checkable

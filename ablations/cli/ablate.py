@@ -22,13 +22,13 @@ from ablations.cli.registry import (
     EXIT_OK,
     command,
 )
-from ablations.credentials import redact
 from ablations.errors import CampaignInterrupted, InfrastructureError, InputError
-from ablations.limits import Limits
 from ablations.plan.io import load_plan
 from ablations.plan.model import Plan, plan_hash
-from ablations.plan.variants import planned_runs, variants
-from ablations.units import hours, usd
+from ablations.plan.runs import planned_runs, variants
+from ablations.security.credentials import redact
+from ablations.security.limits import Limits
+from ablations.text.units import hours, usd
 
 __all__ = [
     "EXIT_INFRASTRUCTURE",
@@ -110,8 +110,8 @@ def _plan(args: argparse.Namespace) -> int:
         "by_category": dict(Counter(r.category for r in runs if r.phase == "main")),
     }
     from ablations.budget import assess_plan
+    from ablations.local.executor import local_slots_for
     from ablations.probe.sweep import for_plan
-    from ablations.slots.local import local_slots_for
 
     # The slots `ablate run` opens here (the same function, `--devices` alike), so the two
     # agree; `ablate budget` projects the rented package's cards instead.
@@ -259,7 +259,7 @@ CAPPED = ("validate", "plan", "budget", "probe", "run", "serve", "verify", "repo
 def _install_limits(args: argparse.Namespace) -> None:
     """This process's caps: the flags given, else the environment's, else the defaults;
     installed in the environment so that the processes it starts (slot workers, a served
-    campaign's flow runs) hold the same (`ablations.limits`)."""
+    campaign's flow runs) hold the same (`ablations.security.limits`)."""
     if getattr(args, "max_runs", None) is None and getattr(args, "max_steps", None) is None:
         Limits.from_env()  # a bad ABLATE_MAX_RUNS is refused before anything starts
         return
@@ -299,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _error(line: str) -> None:
     """The one line a command that failed ends with, on stderr, with nothing secret in it
-    (`ablations.credentials.redact`: URLs without user info or query, keys masked)."""
+    (`ablations.security.credentials.redact`: URLs without user info or query, keys masked)."""
     print(redact(line), file=sys.stderr)
 
 

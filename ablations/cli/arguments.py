@@ -84,7 +84,7 @@ def at_most(kind: Callable[[str], Number], limit: Number) -> Callable[[str], Num
 
 def add_limit_flags(parser: argparse.ArgumentParser) -> None:
     """`--max-runs` and `--max-steps`: this process's caps on what a plan may ask for
-    (`ablations.limits`; a plan may only lower them)."""
+    (`ablations.security.limits`; a plan may only lower them)."""
     parser.add_argument(
         "--max-runs",
         type=positive_int,

@@ -27,7 +27,7 @@ from ablations.cli.arguments import (
 )
 from ablations.cli.registry import EXIT_OK, command
 from ablations.plan.io import load_plan
-from ablations.plan.sections import PackageSection
+from ablations.plan.offers import PackageSection
 
 
 def add_budget_parser(sub: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from ablations.plan.sections import PositiveFloat, PositiveInt, Section
+from ablations.plan.section import PositiveFloat, PositiveInt, Section
 
 Spending = Literal["obrien_fleming", "pocock", "equal"]
 """How the family-wise alpha is spent over the looks (Lan-DeMets spending functions)."""

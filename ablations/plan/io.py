@@ -14,7 +14,7 @@ import yaml
 
 from ablations.errors import PlanError, Problem
 from ablations.plan.model import Plan, parse_plan
-from ablations.plan.variants import require_caps
+from ablations.plan.runs import require_caps
 
 MAX_PLAN_BYTES = 1 << 20
 """A plan is a page of YAML; a megabyte is already absurd and keeps parsing instant."""

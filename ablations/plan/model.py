@@ -16,39 +16,22 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from ablations.errors import InputError, PlanError, Problem
+from ablations.errors import CrossFieldError, PlanError, Problem
 from ablations.plan.design import SeedsField, SequentialSeeds, look_sizes, seed_list
-from ablations.plan.sections import (
-    PLACEHOLDER,
-    BudgetSection,
+from ablations.plan.experiment import (
     CampaignSection,
-    CheckpointSection,
     ControlSection,
-    DecisionRule,
     Factor,
-    GateSection,
     Interaction,
     MetricSection,
-    ParamValue,
-    PilotSection,
-    ProbeSection,
-    ResourcesSection,
-    Section,
-    StopRules,
-    WorkloadSection,
-    same_value,
 )
+from ablations.plan.infrastructure import CheckpointSection, ProbeSection, ResourcesSection
+from ablations.plan.offers import BudgetSection
+from ablations.plan.rules import GateSection, PilotSection, StopRules
+from ablations.plan.section import PLACEHOLDER, DecisionRule, ParamValue, Section, same_value
+from ablations.plan.workload import WorkloadSection
 
 _PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class CrossFieldError(InputError, ValueError):
-    """Carries several problems out of a model validator (pydantic keeps the exception: a
-    `ValueError` is what a validator may raise; an `InputError` is its cause)."""
-
-    def __init__(self, problems: list[Problem]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(str(p) for p in problems))
 
 
 DECISION_WORDS: tuple[tuple[DecisionRule, tuple[str, ...]], ...] = (

@@ -20,7 +20,7 @@ from ablations.preflight.verdict import (
     reload_failed,
     verdict,
 )
-from ablations.records import PreflightReport, Record, RunError, RunSpec, Stop
+from ablations.run.records import PreflightReport, Record, RunError, RunSpec, Stop
 
 
 class PreflightStart(Record):
@@ -47,7 +47,7 @@ class PreflightStart(Record):
 
 
 class PreflightWorker(Protocol):
-    """What the preflight asks of a worker process (`ablations.slots.worker.SlotWorker`
+    """What the preflight asks of a worker process (`ablations.workers.worker.SlotWorker`
     conforms): the preflight sits below the slots and talks to them through this."""
 
     def preflight_start(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightStart:

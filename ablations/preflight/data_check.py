@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ablations.workload import DataProblem, Split, Splits, data_digest_problem
+from ablations.run.workload import DataProblem, Split, Splits, data_digest_problem
 
 
 def check_data(

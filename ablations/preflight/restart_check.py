@@ -35,8 +35,8 @@ from ablations.preflight.verdict import (
     restart_stop,
     verdict,
 )
-from ablations.records import RunSpec, Stop
-from ablations.workload import Workload
+from ablations.run.records import RunSpec, Stop
+from ablations.run.workload import Workload
 
 EARLY_STEPS = 2
 """Steps before the check's save: early, so a broken restart costs seconds, not a run."""

@@ -11,7 +11,7 @@ import math
 
 from pydantic import ConfigDict
 
-from ablations.records import Record, RunSpec, Stop
+from ablations.run.records import Record, RunSpec, Stop
 
 CUDA_REL_TOL = 1e-5
 """Loss agreement on CUDA when non-deterministic kernels (atomics) are allowed."""

@@ -32,22 +32,18 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from ablations.atomic import atomic_write_text
-from ablations.errors import InputError, WorkloadError
-from ablations.names import PROBE_JSON, PROBE_MD
+from ablations.errors import ProbeError, WorkloadError
+from ablations.files.atomic import atomic_write_text
+from ablations.files.names import PROBE_JSON, PROBE_MD
 from ablations.plan.model import Plan, plan_hash
-from ablations.plan.sections import RunEstimate
+from ablations.plan.offers import RunEstimate
 from ablations.plan.variants import Variant
-from ablations.probe.point import ProbePoint
-from ablations.records import Record
+from ablations.run.records import Record
 from ablations.slots.devices import SlotSpec
+from ablations.workers.probe_point import ProbePoint
 
 MEMORY_CLASSES_GB = (24, 32, 48, 80, 141)
 """Card memory classes, in decimal GB as sold (an H200's 141 GB, an RTX 4090's 24 GB)."""
-
-
-class ProbeError(InputError):
-    """A probe result that cannot be read or does not belong to the plan (exit code 2)."""
 
 
 class ProbeResult(Record):
@@ -146,9 +142,9 @@ def run_probe(
     say: Callable[[str], None] = print,
 ) -> ProbeResult:
     """Probe each of `chosen` in one worker process on `slot`, one variant at a time."""
-    from ablations.records import RunSpec
-    from ablations.slots.jobs import ProbeJob
-    from ablations.slots.worker import SlotWorker, Warmup
+    from ablations.run.records import RunSpec
+    from ablations.workers.jobs import ProbeJob
+    from ablations.workers.worker import SlotWorker, Warmup
 
     started = time.perf_counter()
     digest = plan_hash(plan)

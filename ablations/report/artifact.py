@@ -16,9 +16,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ablations.names import REPORT, REPORT_HTML
+from ablations.files.names import REPORT, REPORT_HTML
+from ablations.process.scratch import scratch_folder
 from ablations.report.md_html import IMAGE
-from ablations.scratch import scratch_folder
 
 if TYPE_CHECKING:
     from ablations.campaign.campaign import Campaign

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ablations.campaign.folder import CampaignFolder
-from ablations.names import (
+from ablations.files.names import (
     CURVES_PNG,
     EFFECTS_PNG,
     PER_CLASS_PNG,

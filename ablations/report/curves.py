@@ -26,7 +26,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from pydantic import BaseModel, ConfigDict
 
-from ablations.plan.sections import MetricSection
+from ablations.plan.experiment import MetricSection
 from ablations.plan.variants import CONTROL
 from ablations.report.inputs import ReportRun
 from ablations.report.plots import DPI

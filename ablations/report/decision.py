@@ -22,9 +22,9 @@ import math
 from collections.abc import Sequence
 
 from ablations.analysis.paired import Effect, run_reason
-from ablations.plan.sections import MetricSection
+from ablations.plan.experiment import MetricSection
 from ablations.report.inputs import ReportInputs
-from ablations.units import significant
+from ablations.text.units import significant
 
 ADOPTABLE = ("better", "not worse")
 """Verdicts that make a variant a candidate under non-inferiority."""

@@ -14,17 +14,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ablations.errors import InputError
-from ablations.names import MANIFEST, PLAN
+from ablations.campaign.manifest import BudgetSummary, Manifest, ManifestRun, read_manifest
+from ablations.errors import ReportError
+from ablations.files.names import MANIFEST, PLAN
 from ablations.plan.io import load_plan
 from ablations.plan.model import Plan
 from ablations.report.build import REPORT_FILE, build_report
 from ablations.report.inputs import ReportInputs, ReportRun, assemble_inputs
-from ablations.results.manifest import BudgetSummary, Manifest, ManifestRun, read_manifest
-
-
-class ReportError(InputError):
-    """The output folder lacks what a report is rebuilt from."""
 
 
 def run_from_row(row: ManifestRun) -> ReportRun:

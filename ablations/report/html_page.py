@@ -17,7 +17,7 @@ from pathlib import Path
 from ablations.analysis.paired import run_reason
 from ablations.report.inputs import ReportInputs, ReportRun
 from ablations.report.md_html import markdown_to_html
-from ablations.units import metric as metric_text
+from ablations.text.units import metric as metric_text
 
 RUNS_BEFORE = "## Stopped, failed, rejected and trimmed runs"
 """The run table goes right before this section (after the findings), or at the end."""

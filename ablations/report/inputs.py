@@ -12,10 +12,12 @@ from ablations.analysis.flips import ErrorAnalysis, error_analysis, load_predict
 from ablations.analysis.looks import LookRecord, Looks
 from ablations.analysis.paired import Effect, ExcludedRun, excluded_runs, paired_effects
 from ablations.byo import verify_scope
+from ablations.plan.experiment import MetricSection
 from ablations.plan.model import Plan
-from ablations.plan.sections import MetricSection, same_value, shown
-from ablations.plan.variants import CONTROL, PlannedRun, variants
-from ablations.records import RunRecord
+from ablations.plan.runs import variants
+from ablations.plan.section import same_value, shown
+from ablations.plan.variants import CONTROL, PlannedRun
+from ablations.run.records import RunRecord
 
 
 class FactorPlan(BaseModel):

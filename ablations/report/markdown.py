@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from ablations.analysis.flips import ErrorAnalysis
 from ablations.analysis.paired import Effect, run_reason
-from ablations.names import CURVES_PNG, EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
+from ablations.files.names import CURVES_PNG, EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.decision import decision_reached, evidence_table
 from ablations.report.inputs import ReportInputs, ReportRun
-from ablations.units import metric, significant
+from ablations.text.units import metric, significant
 
 __all__ = ["decision_reached", "render_report", "table"]
 

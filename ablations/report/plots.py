@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from ablations.analysis.flips import ErrorAnalysis, per_class_frame
 from ablations.analysis.paired import Effect
 from ablations.campaign.folder import CampaignFolder
-from ablations.plan.sections import MetricSection
+from ablations.plan.experiment import MetricSection
 from ablations.report.inputs import ReportRun
 
 STATUS_COLORS = {

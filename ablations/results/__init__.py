@@ -1,8 +1,10 @@
-"""What the results step writes into the output folder.
+"""The results step: what it writes into the output folder at the end of a campaign.
 
-write.py       the results step: manifest, runs.csv, ledger, report, RELOAD.md
-job.py         the results step as a slot worker's job (`ResultsJob`)
-manifest.py    the typed `Manifest` / `ManifestRun` that the step writes and report and verify read
+write.py       the step: ledger, runs.csv, manifest, report, RELOAD.md, in that order
+job.py         the step as a slot worker's job (`ResultsJob`)
+summary.py     a finished campaign in a few lines for the Prefect UI, from the manifest
 ledger.py      the Optuna ledger of every run
-reload_doc.py  RELOAD.md: how to reload each artifact
+reload_doc.py  RELOAD.md: how to reload each run file
+
+The manifest's model (`Manifest`, `ManifestRun`) is the campaign's: `ablations.campaign.manifest`.
 """

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ablations.slots.messages import Failed, Job, WorkerLost, job_error
+from ablations.errors import WorkerLost
+from ablations.workers.messages import Failed, Job, job_error
 
 if TYPE_CHECKING:
-    from ablations.slots.worker import SlotWorker
+    from ablations.workers.worker import SlotWorker
 
 
 @dataclass(frozen=True)

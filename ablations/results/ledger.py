@@ -50,11 +50,12 @@ from optuna.distributions import (
 )
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
-from ablations.errors import InfrastructureError
-from ablations.names import LEDGER
-from ablations.plan.sections import ParamValue
-from ablations.plan.variants import PlannedRun, variants
-from ablations.records import RunRecord, RunStatus
+from ablations.errors import LedgerError
+from ablations.files.names import LEDGER
+from ablations.plan.runs import variants
+from ablations.plan.section import ParamValue
+from ablations.plan.variants import PlannedRun
+from ablations.run.records import RunRecord, RunStatus
 
 if TYPE_CHECKING:
     from ablations.plan.model import Plan
@@ -73,10 +74,6 @@ STATES: dict[RunStatus, TrialState] = {
     "rejected": TrialState.FAIL,
 }
 """Trial state per run status; statuses absent here (trimmed) record no trial."""
-
-
-class LedgerError(InfrastructureError):
-    """The ledger cannot be opened or written."""
 
 
 def absolute_ledger_url(out_dir: Path) -> str:

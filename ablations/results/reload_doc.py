@@ -12,9 +12,9 @@ import json
 import shlex
 
 from ablations.byo import KEPT_MODEL, adapter_field
-from ablations.names import DEFAULT_TOLERANCE
+from ablations.campaign.manifest import Manifest, ManifestRun
+from ablations.files.names import DEFAULT_TOLERANCE
 from ablations.plan.model import Plan
-from ablations.results.manifest import Manifest, ManifestRun
 
 
 def _example(runs: list[ManifestRun]) -> ManifestRun | None:
@@ -104,7 +104,7 @@ import shlex
 import torch
 
 from ablations.training.driver import seed_everything
-from ablations.workload import load_workload
+from ablations.run.workload import load_workload
 
 RUN_ID = {json.dumps(run.planned.run_id)}
 METRIC = {json.dumps(metric)}

@@ -3,8 +3,8 @@ never ran included) and the decision sentence, from the manifest."""
 
 from __future__ import annotations
 
-from ablations.progress import record_rows
-from ablations.results.manifest import Manifest
+from ablations.campaign.manifest import Manifest
+from ablations.campaign.progress import record_rows
 
 _NOT_RUN = {
     "trimmed": "trimmed at the gate",

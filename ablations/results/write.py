@@ -33,8 +33,18 @@ from ablations.budget import (
 )
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.code import WorkloadCode
-from ablations.credentials import redact_url
-from ablations.names import (
+from ablations.campaign.manifest import (
+    MANIFEST_FORMAT,
+    BudgetSummary,
+    CheckpointStoreRef,
+    CodeVersion,
+    Environment,
+    FileEntry,
+    Manifest,
+    ManifestRun,
+    VerifySettings,
+)
+from ablations.files.names import (
     DEFAULT_TOLERANCE,
     GATE,
     LOOKS,
@@ -50,24 +60,14 @@ from ablations.names import (
     REPORT_HTML,
     RUNS_CSV,
 )
-from ablations.records import Rejection, RunRecord
 from ablations.report.build import build_report
 from ablations.report.decision import decision_reached
 from ablations.report.from_folder import manifest_inputs
 from ablations.results.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_runs
-from ablations.results.manifest import (
-    MANIFEST_FORMAT,
-    BudgetSummary,
-    CheckpointStoreRef,
-    CodeVersion,
-    Environment,
-    FileEntry,
-    Manifest,
-    ManifestRun,
-    VerifySettings,
-)
 from ablations.results.reload_doc import reload_markdown
-from ablations.units import utc
+from ablations.run.records import Rejection, RunRecord
+from ablations.security.credentials import redact_url
+from ablations.text.units import utc
 
 STATE_FILES = (
     ("plan", PLAN),

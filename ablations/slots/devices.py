@@ -22,7 +22,7 @@ from typing import Generic, Literal, TypeVar
 from pydantic import ValidationError
 
 from ablations.errors import InputError
-from ablations.plan.sections import ResourcesSection
+from ablations.plan.infrastructure import ResourcesSection
 
 T = TypeVar("T")
 

@@ -31,10 +31,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ablations.errors import DataError, InfrastructureError, WorkloadError
-from ablations.hooks import CheckpointHook, RunHistory
-from ablations.preemption import TERMINATE
-from ablations.records import (
+from ablations.errors import (
+    DataError,
+    Interrupted,
+    NoUsableRestart,
+    WorkloadError,
+)
+from ablations.process.preemption import TERMINATE
+from ablations.run.hooks import CheckpointHook, RunHistory
+from ablations.run.records import (
     INTERRUPTED,
     CheckpointSummary,
     RunEnvironment,
@@ -46,30 +51,25 @@ from ablations.records import (
     Timings,
     rejection_of,
 )
+from ablations.run.workload import (
+    Evaluation,
+    Workload,
+    data_digest,
+    data_digest_problem,
+    load_workload,
+)
 from ablations.training.losses import LossReadback
 from ablations.training.memory import PhaseMemory
 from ablations.training.run_files import write_run_files
 from ablations.training.stop_rules import (
-    NoUsableRestart,
     meets_threshold,
     non_finite_stop,
     quality_stop,
     truncation_stop,
 )
-from ablations.workload import Evaluation, Workload, data_digest, data_digest_problem, load_workload
 
 RestartCheck = Callable[[RunSpec], Stop | None]
 """Returns a `restart` stop when the run's checkpoints cannot be reloaded exactly."""
-
-
-class Interrupted(InfrastructureError):
-    """A run ended by a terminate request at `step`, its checkpoint there saved or not: the
-    machine is being taken away, a cause of the infrastructure (as `CampaignInterrupted`).
-    The driver catches it and records the run as interrupted; it never reaches a caller."""
-
-    def __init__(self, step: int, *, saved: bool) -> None:
-        super().__init__(f"interrupted at step {step}")
-        self.step, self.saved = step, saved
 
 
 def seed_everything(seed: int) -> None:
@@ -444,7 +444,7 @@ def _record_pending(loop: RunLoop | None) -> None:
 
 def _environment(device: torch.device, workload: Workload | None = None) -> RunEnvironment:
     cuda = device.type == "cuda" and torch.cuda.is_available()
-    data = data_digest(workload)  # optional: see ablations.workload
+    data = data_digest(workload)  # optional: see ablations.run.workload
     return RunEnvironment(
         torch=torch.__version__,
         cuda=torch.version.cuda,

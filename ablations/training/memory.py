@@ -18,7 +18,7 @@ import sys
 
 import torch
 
-from ablations.records import MemoryPeak
+from ablations.run.records import MemoryPeak
 
 _STATUS = "/proc/self/status"
 _CLEAR_REFS = "/proc/self/clear_refs"

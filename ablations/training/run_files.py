@@ -4,7 +4,7 @@
     files["steps"]     # "metrics/r1.steps.csv", relative to the folder
 
 The training driver trains; this module writes what the run leaves behind, every file whole
-through the folder's one atomic writer (`ablations.atomic`), named by `ablations.names`.
+through the folder's one atomic writer (`ablations.files.atomic`), named by `ablations.files.names`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import torch
 
-from ablations.atomic import atomic_write_bytes, atomic_write_text
-from ablations.hooks import RunHistory
-from ablations.names import run_file_names
-from ablations.workload import Predictions
+from ablations.files.atomic import atomic_write_bytes, atomic_write_text
+from ablations.files.names import run_file_names
+from ablations.run.hooks import RunHistory
+from ablations.run.workload import Predictions
 
 
 def write_run_files(

@@ -11,27 +11,10 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from ablations.errors import WorkloadError
-from ablations.plan.sections import (
-    NonFiniteLossRule,
-    QualityRule,
-    TruncationRule,
-    meets_threshold,
-)
-from ablations.records import Stop
-from ablations.workload import InputReport
-
-
-class NoUsableRestart(WorkloadError):
-    """Raised by a checkpoint hook or restart check: this run cannot be restarted exactly.
-
-    The driver turns it into a `restart` stop instead of a failure, because it is the
-    registered outcome of a check, not a bug; should one ever escape, its cause is the
-    workload's checkpoints (an input: exit 2)."""
-
-    def __init__(self, message: str, step: int = 0) -> None:
-        super().__init__(message)
-        self.message = message
-        self.step = step
+from ablations.plan.experiment import meets_threshold
+from ablations.plan.rules import NonFiniteLossRule, QualityRule, TruncationRule
+from ablations.run.records import Stop
+from ablations.run.workload import InputReport
 
 
 def truncation_stop(rule: TruncationRule, report: InputReport, step: int) -> Stop | None:

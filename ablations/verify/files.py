@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ablations.credentials import find_credentials, secret_values
-from ablations.names import MANIFEST
-from ablations.results.manifest import FileEntry
+from ablations.campaign.manifest import FileEntry
+from ablations.files.names import MANIFEST
+from ablations.security.credentials import find_credentials, secret_values
 
 SCAN_LIMIT_BYTES = 256 << 20
 """Files above this are hashed but not scanned for credentials (weights of a large model)."""
@@ -97,7 +97,7 @@ def load_problem(path: Path, kind: str) -> str | None:
         if suffix == ".json":
             data = json.loads(path.read_text(encoding="utf-8"))
             if kind == "record":
-                from ablations.records import RunRecord
+                from ablations.run.records import RunRecord
 
                 RunRecord.model_validate(data)
             return None

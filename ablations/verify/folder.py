@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from ablations.campaign.folder import CampaignFolder, Registration
+from ablations.campaign.manifest import Manifest, ManifestRun, read_manifest
 from ablations.errors import AblationError
-from ablations.names import (
+from ablations.files.names import (
     CROSS_DEVICE_TOLERANCE,
     DEFAULT_TOLERANCE,
     LEDGER,
@@ -46,7 +47,6 @@ from ablations.names import (
     RUN_FOLDERS,
     RUNS_CSV,
 )
-from ablations.results.manifest import Manifest, ManifestRun, read_manifest
 from ablations.verify.files import (
     FolderProblem,
     check_entry,
@@ -215,7 +215,7 @@ def _check_registered(
     found: Verification,
 ) -> None:
     """Every registered run has its row with the planned fields; only expected runs pend."""
-    from ablations.plan.variants import planned_runs
+    from ablations.plan.runs import planned_runs
 
     planned = {r.run_id: r for r in planned_runs(plan, digest)}
     problems = found.problems
@@ -282,8 +282,8 @@ def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verificat
     """Each finished run's completion record exists and agrees with its manifest row."""
     from pydantic import ValidationError
 
-    from ablations.credentials import redact_url
-    from ablations.records import RunRecord
+    from ablations.run.records import RunRecord
+    from ablations.security.credentials import redact_url
 
     for run_id, row in rows.items():
         name = CampaignFolder.record_name(run_id)
@@ -436,7 +436,7 @@ def verify_command(args: argparse.Namespace) -> bool:
         cross_device_tolerance=max(args.tolerance, CROSS_DEVICE_TOLERANCE),
         check_store=not args.skip_store,
     )
-    from ablations.credentials import redact
+    from ablations.security.credentials import redact
 
     for note in found.notes:
         print(redact(f"note: {note}"), file=sys.stderr)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ablations.names import TOP_LEVEL
+from ablations.files.names import TOP_LEVEL
 from ablations.verify.files import FolderProblem
 
 EXPECTED_ENTRIES = TOP_LEVEL
-"""Top-level names of the output folder (ARCHITECTURE.md, `ablations.names`); the relative store's
-folder besides. `.lock` is the one-writer lock, `ledger.db.lock` the ledger's former lock
-(older folders), `probe.json` and `PROBE.md` what `ablate probe --out` writes into the
-campaign's folder."""
+"""Top-level names of the output folder (ARCHITECTURE.md, `ablations.files.names`); the
+relative store's folder besides. `.lock` is the one-writer lock, `ledger.db.lock` the ledger's
+former lock (older folders), `probe.json` and `PROBE.md` what `ablate probe --out` writes into
+the campaign's folder."""
 
 
 def store_entry(store: str) -> str | None:

@@ -19,11 +19,11 @@ from ablations.analysis.looks import LookRecord
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.folder import CampaignFolder
 from ablations.campaign.looks import rejudged_looks
+from ablations.campaign.manifest import Manifest
 from ablations.errors import AblationError
-from ablations.names import LOOKS, MANIFEST
+from ablations.files.names import LOOKS, MANIFEST
 from ablations.plan.model import Plan
-from ablations.plan.variants import planned_runs
-from ablations.results.manifest import Manifest
+from ablations.plan.runs import planned_runs
 from ablations.verify.files import FolderProblem
 
 UNJUDGED = ("decided_at", "budget_ended")

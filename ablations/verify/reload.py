@@ -19,11 +19,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ablations.credentials import USERINFO
-from ablations.names import LEDGER, MANIFEST, PLAN
+from ablations.campaign.manifest import Manifest, ManifestRun
+from ablations.files.names import LEDGER, MANIFEST, PLAN
 from ablations.plan.model import Plan
-from ablations.results.manifest import Manifest, ManifestRun
-from ablations.scratch import scratch_folder
+from ablations.process.scratch import scratch_folder
+from ablations.security.credentials import USERINFO
 from ablations.verify.files import FolderProblem, load_weights
 
 STEP_FOLDER = re.compile(
@@ -205,8 +205,8 @@ def reevaluate(
         return []
     import torch
 
+    from ablations.run.workload import load_workload
     from ablations.training.driver import seed_everything
-    from ablations.workload import load_workload
 
     try:
         factory = load_workload(plan.workload.entry)

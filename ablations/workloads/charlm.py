@@ -32,8 +32,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from ablations.plan.sections import ParamValue
-from ablations.workload import DataProblem, Evaluation, InputGroup, InputReport
+from ablations.plan.section import ParamValue
+from ablations.run.workload import DataProblem, Evaluation, InputGroup, InputReport
 from ablations.workloads.corpus import CORPUS_BYTES, load_corpus
 from ablations.workloads.epoch_order import EpochOrder
 

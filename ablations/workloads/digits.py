@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ablations.plan.sections import ParamValue
-from ablations.workload import Evaluation, InputGroup, InputReport, Predictions, Split, Splits
+from ablations.plan.section import ParamValue
+from ablations.run.workload import Evaluation, InputGroup, InputReport, Predictions, Split, Splits
 from ablations.workloads.epoch_order import EpochOrder
 
 PIXELS = 64

@@ -111,7 +111,7 @@ def test_report_of_a_folder_without_its_plan_exits_2(
 def _open_a_store_on_a_file(tmp_path: Path) -> Callable[[argparse.Namespace], int]:
     def handler(args: argparse.Namespace) -> int:
         from ablations.checkpoint.store import open_store
-        from ablations.plan.sections import CheckpointSection
+        from ablations.plan.infrastructure import CheckpointSection
 
         blocker = tmp_path / "not-a-folder"
         blocker.write_text("a file where the store's folder should be")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ablations.plan.model import parse_plan, plan_hash
-from ablations.plan.variants import planned_runs
+from ablations.plan.runs import planned_runs
 from tests.bench.scripts import load
 
 size = load("gpu_size")

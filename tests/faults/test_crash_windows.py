@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ablations.crash_points import AFTER_GATE, AFTER_PLAN, FAULT, FAULT_EXIT
+from ablations.process.crash_points import AFTER_GATE, AFTER_PLAN, FAULT, FAULT_EXIT
 from ablations.verify.folder import verify_folder
 from tests.faults.conftest import Campaign, fault_plan
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ablations.crash_points import AFTER_LOOK_1, FAULT, FAULT_EXIT
+from ablations.process.crash_points import AFTER_LOOK_1, FAULT, FAULT_EXIT
 from ablations.verify.folder import verify_folder
 from tests.faults.conftest import Campaign, fault_plan
 

@@ -17,7 +17,7 @@ import yaml
 from ablations.campaign.folder import CampaignFolder
 from ablations.campaign.state import atomic_write_text, register, save_record
 from ablations.errors import AblationError
-from ablations.records import RunRecord
+from ablations.run.records import RunRecord
 from tests.conftest import ROOT
 from tests.flows.conftest import TINY_PLAN
 

@@ -21,10 +21,10 @@ from ablations.checkpoint import commit
 from ablations.checkpoint.commit import Identity
 from ablations.checkpoint.state import MODEL, STATE
 from ablations.checkpoint.store import open_store
-from ablations.plan.sections import CheckpointSection
+from ablations.plan.infrastructure import CheckpointSection
 from ablations.plan.variants import run_id
-from ablations.records import RunSpec
-from ablations.slots.jobs import run_spec
+from ablations.run.records import RunSpec
+from ablations.workers.jobs import run_spec
 
 
 class _CreatesAFile:
@@ -103,7 +103,7 @@ def test_hostile_factor_levels_and_campaign_ids_cannot_leave_the_folder(
 ) -> None:
     from ablations.errors import PlanError
     from ablations.plan.model import parse_plan, plan_hash
-    from ablations.plan.variants import planned_runs
+    from ablations.plan.runs import planned_runs
     from tests.flows.conftest import TINY_PLAN
 
     data = copy.deepcopy(TINY_PLAN)

@@ -17,15 +17,16 @@ from typing import Any
 
 import pytest
 
-from ablations.campaign.folder import CampaignFolder, OutsideFolder
+from ablations.campaign.folder import CampaignFolder
 from ablations.checkpoint import commit, fence
-from ablations.checkpoint.commit import Identity, RefusedCheckpoint
+from ablations.checkpoint.commit import Identity
 from ablations.checkpoint.store import FsspecStore, open_store
-from ablations.plan.sections import CheckpointSection
-from ablations.records import RunSpec
-from ablations.signing import SIGNING_KEY_ENV
-from ablations.slots.attempts import attempt_prefix, result_key
-from ablations.slots.trust import Liveness, artifact_names, seal
+from ablations.errors import OutsideFolder, RefusedCheckpoint
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.pool.attempts import attempt_prefix, result_key
+from ablations.pool.trust import Liveness, artifact_names, seal
+from ablations.run.records import RunSpec
+from ablations.security.signing import SIGNING_KEY_ENV
 from flows.pool import PoolExecutor, PoolSettings
 from tests.s3_server import BUCKET
 
@@ -267,7 +268,7 @@ def test_a_pool_host_with_an_allow_list_refuses_other_workloads_before_import(
     spec: RunSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ablations.errors import WorkloadError
-    from ablations.slots.attempts import run_on_host
+    from ablations.pool.attempts import run_on_host
 
     monkeypatch.setenv("ABLATE_ALLOW_ENTRY", "mypkg")
     monkeypatch.setenv("ABLATE_SLOT_DIR", str(tmp_path / "slots"))
@@ -385,7 +386,7 @@ def test_a_pool_host_refuses_a_store_or_a_length_its_operator_does_not_allow(
     spec: RunSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ablations.errors import InputError
-    from ablations.slots.attempts import run_on_host
+    from ablations.pool.attempts import run_on_host
 
     monkeypatch.setenv("ABLATE_SLOT_DIR", str(tmp_path / "slots"))
     monkeypatch.setenv("ABLATE_ALLOW_STORE", "s3://somewhere-else/prefix")

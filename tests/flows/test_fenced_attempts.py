@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from ablations.checkpoint import fence, open_store
-from ablations.records import RunRecord, RunSpec
-from ablations.slots.attempts import accepted_result, run_on_host
+from ablations.pool.attempts import accepted_result, run_on_host
+from ablations.run.records import RunRecord, RunSpec
 from flows.pool import PoolExecutor, PoolSettings
 from tests.faults.workloads import PAUSE
 from tests.flows.conftest import plan_text
@@ -157,7 +157,7 @@ def test_a_late_attempt_declared_lost_commits_nothing_and_the_accepted_one_is_cl
 
     # `ablate verify` reopens the accepted attempt's checkpoint where the record names it.
     from ablations.campaign.campaign import Campaign
-    from ablations.results.manifest import ManifestRun
+    from ablations.campaign.manifest import ManifestRun
     from ablations.verify.reload import check_checkpoint
 
     campaign = Campaign.load(out)

@@ -29,7 +29,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ablations.results.manifest import read_manifest
+from ablations.campaign.manifest import read_manifest
 from ablations.verify.folder import verify_folder
 from tests.ablations.results.test_ledger import assert_ledger_matches_manifest
 from tests.conftest import ROOT

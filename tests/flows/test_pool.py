@@ -19,15 +19,15 @@ import yaml
 
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.folder import MANIFEST, RELOAD, REPORT, RUNS_CSV, CampaignFolder
+from ablations.campaign.manifest import read_manifest
 from ablations.campaign.specs import spec_for
 from ablations.campaign.state import register
 from ablations.checkpoint import fence
-from ablations.plan.sections import ResourcesSection
+from ablations.plan.infrastructure import ResourcesSection
 from ablations.plan.variants import Phase
-from ablations.records import PreflightReport, RunRecord, RunSpec, Timings
-from ablations.results.manifest import read_manifest
-from ablations.slots.attempts import OUTPUTS, RESULT, Kind, attempt_prefix, attempt_store
-from ablations.slots.trust import seal
+from ablations.pool.attempts import OUTPUTS, RESULT, Kind, attempt_prefix, attempt_store
+from ablations.pool.trust import seal
+from ablations.run.records import PreflightReport, RunRecord, RunSpec, Timings
 from flows.pool import PoolExecutor, PoolSettings, pool_slots
 from tests.flows.conftest import plan_text
 
@@ -186,7 +186,7 @@ def test_a_refused_result_is_recorded_untrusted_and_the_run_submitted_afresh(
     and instead of failing on every rerun the run gets a fresh attempt, which a host runs
     (the host's side for real, in this process: only Prefect's submission is left out)."""
     import flows.pool
-    from ablations.slots.attempts import run_on_host
+    from ablations.pool.attempts import run_on_host
 
     spec = _spec(tmp_path, tiny_plan)
     assert spec.out_dir is not None

@@ -14,8 +14,8 @@ from prefect.states import Running
 from ablations.checkpoint import commit
 from ablations.checkpoint.commit import Identity
 from ablations.checkpoint.store import open_store
-from ablations.plan.sections import CheckpointSection
-from ablations.slots.attempts import HEARTBEAT, attempt_prefix
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.pool.attempts import HEARTBEAT, attempt_prefix
 from flows.pool import PoolExecutor, PoolSettings
 from tests.faults.test_untrusted_store import ATTEMPT, _spec
 

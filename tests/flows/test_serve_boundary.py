@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from ablations.campaign.lock import hold_folder
-from ablations.entries import entry_allowed
 from ablations.errors import InputError
+from ablations.security.entries import entry_allowed
 from flows.boundary import ENTRIES_ENV, ROOTS_ENV, STORES_ENV, Boundary, admitted_plan_text
 from tests.flows.conftest import plan_text
 

@@ -13,7 +13,7 @@ import pytest
 
 from ablations.campaign.gate import GateDecision
 from ablations.plan.variants import PlannedRun
-from ablations.records import RunError, RunRecord, Stop
+from ablations.run.records import RunError, RunRecord, Stop
 
 
 def _logs(flow_run_id: UUID, expected: int) -> list[Any]:
@@ -37,7 +37,7 @@ def test_progress_lines_reach_the_run_logs_and_the_terminal_once(
     from prefect import flow, task
     from prefect.runtime import flow_run
 
-    from ablations.progress import say
+    from ablations.text.say import say
     from flows.run_log import run_logger
 
     @task(name="one-run")
@@ -85,7 +85,7 @@ def _record(status: str, **fields: Any) -> RunRecord:
 
 
 def test_run_states_are_named_after_the_status_with_the_reason() -> None:
-    from ablations.progress import record_rows
+    from ablations.campaign.progress import record_rows
     from tasks.runs import run_state
 
     rejected = run_state(_record("rejected", metrics={"accuracy": 0.41234567}))

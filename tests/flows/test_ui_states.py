@@ -10,7 +10,7 @@ from uuid import UUID
 
 import pytest
 
-from ablations.records import RunRecord, Stop
+from ablations.run.records import RunRecord, Stop
 from tests.flows.conftest import plan_text
 
 

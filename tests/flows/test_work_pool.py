@@ -168,8 +168,8 @@ def _plant_a_forged_result(plan: Path, endpoint: str, prefix: str, key: str) -> 
     who can write the store but not sign would leave it (the pointer replayed); its run id."""
     from ablations.plan.io import load_plan
     from ablations.plan.model import plan_hash
-    from ablations.plan.variants import planned_runs
-    from ablations.signing import sign
+    from ablations.plan.runs import planned_runs
+    from ablations.security.signing import sign
 
     loaded = load_plan(plan)
     run = next(r for r in planned_runs(loaded, plan_hash(loaded)) if r.phase == "pilot")

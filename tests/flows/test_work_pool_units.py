@@ -10,8 +10,8 @@ import pytest
 
 from ablations.cli import main
 from ablations.errors import AblationError, InputError
-from ablations.plan.sections import CheckpointSection, ResourcesSection
-from ablations.slots.attempts import require_shared_store, run_on_host
+from ablations.plan.infrastructure import CheckpointSection, ResourcesSection
+from ablations.pool.attempts import require_shared_store, run_on_host
 from flows.pool import PoolSettings, pool_slots
 from tests.ablations.cli.test_main import ablate
 from tests.flows.conftest import plan_text

@@ -18,14 +18,14 @@ import pytest
 import torch
 
 from ablations.checkpoint.state import capture, restore
-from ablations.hooks import RunHistory
-from ablations.plan.sections import ResourcesSection
-from ablations.probe.point import probe_variant
-from ablations.records import RunSpec
+from ablations.plan.infrastructure import ResourcesSection
+from ablations.run.hooks import RunHistory
+from ablations.run.records import RunSpec
 from ablations.slots.devices import SlotSpec, card_memory, plan_slots
-from ablations.slots.jobs import RunJob
-from ablations.slots.worker import START_METHOD_ENV, SlotWorker
 from ablations.training.driver import execute, seed_everything
+from ablations.workers.jobs import RunJob
+from ablations.workers.probe_point import probe_variant
+from ablations.workers.worker import START_METHOD_ENV, SlotWorker
 from ablations.workloads.charlm import CharLMWorkload, bf16_supported
 
 ON_A_CARD = [

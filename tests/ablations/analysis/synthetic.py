@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ablations.plan.model import Plan, parse_plan, plan_hash
-from ablations.plan.variants import PlannedRun, planned_runs
-from ablations.records import RunError, RunRecord, Stop
+from ablations.plan.runs import planned_runs
+from ablations.plan.variants import PlannedRun
+from ablations.run.records import RunError, RunRecord, Stop
 
 if TYPE_CHECKING:  # imported late: spawned ledger writers stay free of pandas and scipy
     from ablations.report.inputs import ReportRun

@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 from ablations.analysis.flips import (
-    PredictionsError,
     confusion_matrix,
     error_analysis,
     flips,
@@ -17,6 +16,7 @@ from ablations.analysis.flips import (
     per_class_frame,
     read_predictions,
 )
+from ablations.errors import PredictionsError
 from tests.ablations.analysis.synthetic import (
     CONTROL_PRED,
     INPUTS,

@@ -16,8 +16,8 @@ from ablations.analysis.paired import (
     paired_effects,
     verdict_of,
 )
-from ablations.plan.sections import MetricSection
-from ablations.records import RunRecord
+from ablations.plan.experiment import MetricSection
+from ablations.run.records import RunRecord
 from tests.ablations.analysis.synthetic import CONTROL, DIFFS, STOP_MESSAGE, write_synthetic
 
 METRIC = MetricSection(name="accuracy", threshold=0.5, useful_effect=0.01)

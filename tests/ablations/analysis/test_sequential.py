@@ -30,7 +30,8 @@ from ablations.analysis.spending import (
 )
 from ablations.analysis.verdicts import INTERVAL_VERDICTS
 from ablations.plan.design import growing_looks
-from ablations.plan.sections import DecisionRule, MetricSection
+from ablations.plan.experiment import MetricSection
+from ablations.plan.section import DecisionRule
 
 U = 0.01
 LOOKS = (3, 5, 8, 12)

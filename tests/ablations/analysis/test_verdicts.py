@@ -8,8 +8,8 @@ import pytest
 
 from ablations.analysis.paired import paired_effects
 from ablations.analysis.verdicts import VERDICTS, interval_verdict, runs_verdict
-from ablations.plan.sections import MetricSection
-from ablations.records import Rejection, RunError, RunRecord, Stop
+from ablations.plan.experiment import MetricSection
+from ablations.run.records import Rejection, RunError, RunRecord, Stop
 
 METRIC = MetricSection(name="accuracy", threshold=0.85, useful_effect=0.01)
 CONTROL = [0.90, 0.92, 0.91]
@@ -175,8 +175,8 @@ def test_the_demo_keep_pixels_32_is_input_truncated_on_every_seed() -> None:
     # first step, so no training is needed); the control's records are crafted.
     from ablations.plan.io import load_plan
     from ablations.plan.model import plan_hash
-    from ablations.plan.variants import planned_runs
-    from ablations.records import RunSpec
+    from ablations.plan.runs import planned_runs
+    from ablations.run.records import RunSpec
     from ablations.training.driver import execute
     from tests.conftest import DEMO_PLAN
 
@@ -218,7 +218,7 @@ def test_the_demo_keep_pixels_32_is_input_truncated_on_every_seed() -> None:
 def test_a_quality_stop_within_the_pilots_steps_says_so() -> None:
     """Issue 34: a main run stopped by the quality rule where its pilot was judged read like
     a final result. Within the pilot's steps it says it was stopped early."""
-    from ablations.records import CheckpointSummary
+    from ablations.run.records import CheckpointSummary
 
     def stopped(step: int) -> RunRecord:
         return RunRecord(

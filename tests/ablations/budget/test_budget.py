@@ -26,9 +26,9 @@ from ablations.budget import (
 )
 from ablations.budget.markdown import cost_lines
 from ablations.plan.model import Plan, parse_plan, plan_hash
-from ablations.plan.sections import Cost, Offer, PackageSection, RunEstimate
-from ablations.plan.variants import planned_runs
-from ablations.records import CheckpointSummary, RunRecord, Stop, Timings
+from ablations.plan.offers import Cost, Offer, PackageSection, RunEstimate
+from ablations.plan.runs import planned_runs
+from ablations.run.records import CheckpointSummary, RunRecord, Stop, Timings
 
 RTX = PackageSection(gpu="RTX 4090", lots=1, days=3)
 
@@ -396,7 +396,7 @@ def test_planned_vs_realized_keeps_the_projection_and_the_deviations(
 def test_a_run_resumed_from_its_pilot_is_timed_over_the_steps_it_trained(
     demo_data: dict[str, Any],
 ) -> None:
-    from ablations.records import CheckpointSummary
+    from ablations.run.records import CheckpointSummary
 
     plan = plan_from(demo_data, step=7)
     resumed = record(

@@ -14,8 +14,9 @@ import pytest
 
 from ablations.budget.projection import checkpoints, evaluations, fit_window, slot_count
 from ablations.checkpoint.interval import BOOTSTRAP_STEPS, young_daly
+from ablations.plan.infrastructure import CheckpointSection
 from ablations.plan.model import parse_plan
-from ablations.plan.sections import CheckpointSection, RunEstimate
+from ablations.plan.offers import RunEstimate
 
 ESTIMATE = RunEstimate(
     load_seconds=0, step_seconds=1, eval_seconds=0, checkpoint_seconds=4, export_seconds=0

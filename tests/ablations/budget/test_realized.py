@@ -14,9 +14,9 @@ import pytest
 from ablations.budget.projection import PARTS, project
 from ablations.budget.realized import EXPLAINED_ABOVE, explain, planned_vs_realized
 from ablations.plan.model import parse_plan, plan_hash
-from ablations.plan.variants import planned_runs
-from ablations.records import RunRecord, Timings
-from ablations.units import duration
+from ablations.plan.runs import planned_runs
+from ablations.run.records import RunRecord, Timings
+from ablations.text.units import duration
 
 
 def _hours(**parts: float) -> dict[str, float]:

@@ -14,8 +14,8 @@ from typing import Any
 from ablations.byo import ExternalWorkload
 from ablations.byo.session import Reply, Session
 from ablations.checkpoint.manager import CheckpointManager
-from ablations.plan.sections import RestartRule
-from ablations.records import RunSpec
+from ablations.plan.rules import RestartRule
+from ablations.run.records import RunSpec
 from tests.faults.conftest import Campaign, kill_when
 
 __all__ = ["committed_on_request", "killed_and_rerun", "manifest", "steps_trained_twice", "verify"]

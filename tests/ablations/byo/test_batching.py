@@ -19,8 +19,9 @@ from ablations.byo.command import HELPER_DIR
 from ablations.byo.session import Session
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.errors import WorkloadError
-from ablations.plan.sections import COMMAND_ENTRY, CheckpointSection
-from ablations.records import RunSpec
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.plan.workload import COMMAND_ENTRY
+from ablations.run.records import RunSpec
 
 
 def spec(tmp_path: Path, **changes: object) -> RunSpec:

@@ -11,9 +11,10 @@ import pytest
 from ablations.byo.command import CommandWorkload, command_line
 from ablations.byo.run import execute
 from ablations.checkpoint.manager import CheckpointManager
-from ablations.plan.sections import COMMAND_ENTRY, CheckpointSection
-from ablations.records import RunSpec
-from ablations.scratch import scratch_root
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.plan.workload import COMMAND_ENTRY
+from ablations.process.scratch import scratch_root
+from ablations.run.records import RunSpec
 
 SCRIPT = Path(__file__).with_name("linear_script.py")
 
@@ -104,7 +105,7 @@ def test_a_crashing_program_fails_with_its_stderr(tmp_path: Path) -> None:
 
 def test_the_programs_folders_are_a_scratch_folder_gone_after_the_run(tmp_path: Path) -> None:
     """Staged under the per-user scratch root (a killed campaign's folders are removed by the
-    next run, `ablations.scratch`), not a bare temporary folder that a kill -9 leaves."""
+    next run, `ablations.process.scratch`), not a bare temporary folder that a kill -9 leaves."""
     seen = tmp_path / "seen.txt"
     program = tmp_path / "where.py"
     program.write_text(

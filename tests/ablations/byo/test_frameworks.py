@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from ablations.byo import framework_versions
-from ablations.records import RunEnvironment
 from ablations.report import ReportInputs
 from ablations.report.markdown import render_report
+from ablations.run.records import RunEnvironment
 from tests.ablations.analysis.synthetic import write_synthetic
 from tests.ablations.report.test_report import inputs_of
 

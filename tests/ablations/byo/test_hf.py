@@ -12,9 +12,10 @@ import pytest
 from ablations.byo.hf import TrainerWorkload
 from ablations.byo.run import execute
 from ablations.checkpoint.manager import CheckpointManager
+from ablations.plan.infrastructure import CheckpointSection
 from ablations.plan.io import load_plan
-from ablations.plan.sections import HF_TRAINER_ENTRY, CheckpointSection
-from ablations.records import RunRecord, RunSpec
+from ablations.plan.workload import HF_TRAINER_ENTRY
+from ablations.run.records import RunRecord, RunSpec
 from tests.ablations.byo.campaigns import committed_on_request
 from tests.conftest import ROOT
 

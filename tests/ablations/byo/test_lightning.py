@@ -14,9 +14,10 @@ from ablations.byo.lightning import LightningWorkload, trainer_arguments
 from ablations.byo.run import execute
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.errors import InputError, WorkloadError
+from ablations.plan.infrastructure import CheckpointSection
 from ablations.plan.model import parse_plan
-from ablations.plan.sections import LIGHTNING_ENTRY, CheckpointSection, LightningSection
-from ablations.records import RunRecord, RunSpec
+from ablations.plan.workload import LIGHTNING_ENTRY, LightningSection
+from ablations.run.records import RunRecord, RunSpec
 from tests.ablations.byo.campaigns import committed_on_request
 
 NET = "tests.ablations.byo.lightning_net"

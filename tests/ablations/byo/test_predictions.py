@@ -12,7 +12,7 @@ import pytest
 from ablations.analysis.flips import error_analysis, load_predictions, read_predictions
 from ablations.byo.session import Session
 from ablations.errors import WorkloadError
-from ablations.records import RunRecord
+from ablations.run.records import RunRecord
 from tests.ablations.byo import test_command, test_hf, test_lightning
 
 

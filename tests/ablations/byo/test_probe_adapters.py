@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from ablations.cli import main
-from ablations.probe.point import ProbePoint, probe_variant
 from ablations.probe.sweep import ProbeResult, read, summary_lines
-from ablations.records import MemoryPeak, RunSpec
+from ablations.run.records import MemoryPeak, RunSpec
+from ablations.workers.probe_point import ProbePoint, probe_variant
 from tests.ablations.byo import test_command, test_hf, test_lightning
 
 PHASES = {"build", "train", "evaluate", "checkpoint"}

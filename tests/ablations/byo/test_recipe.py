@@ -14,9 +14,10 @@ from ablations.byo.command import CommandWorkload
 from ablations.byo.run import execute
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.errors import InputError
+from ablations.plan.infrastructure import CheckpointSection
 from ablations.plan.io import load_plan
-from ablations.plan.sections import COMMAND_ENTRY, CheckpointSection
-from ablations.records import RunSpec
+from ablations.plan.workload import COMMAND_ENTRY
+from ablations.run.records import RunSpec
 from tests.conftest import ROOT
 
 RECIPE = ROOT / "ablations" / "recipes" / "command.yaml"

@@ -13,8 +13,8 @@ import pytest
 
 from ablations.byo.command import CommandWorkload
 from ablations.byo.restart import external_restart_check
-from ablations.plan.sections import CheckpointSection
-from ablations.records import Stop
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.run.records import Stop
 
 pytestmark = pytest.mark.slow  # three short framework runs per check: 2-4 s each
 

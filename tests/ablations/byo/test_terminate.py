@@ -1,6 +1,6 @@
 """Preemption reaches code that runs its own loop: a terminate request (what a SIGTERM sets,
-`ablations.preemption.TERMINATE`) makes the adapter commit the current step and stop; the run
-is recorded interrupted (an infrastructure cause), and its rerun resumes from that step."""
+`ablations.process.preemption.TERMINATE`) makes the adapter commit the current step and stop; the
+run is recorded interrupted (an infrastructure cause), and its rerun resumes from that step."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from ablations.byo.lightning import LightningWorkload
 from ablations.byo.run import execute
 from ablations.byo.session import Reply, Session
 from ablations.checkpoint.manager import CheckpointManager
-from ablations.plan.sections import CheckpointSection
-from ablations.preemption import TERMINATE
-from ablations.records import INTERRUPTED, RunSpec
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.process.preemption import TERMINATE
+from ablations.run.records import INTERRUPTED, RunSpec
 from tests.ablations.byo.test_lightning import spec_for
 
 pytest.importorskip("lightning")

@@ -18,6 +18,7 @@ from ablations.campaign.executor import Executor
 from ablations.campaign.folder import MANIFEST, REPORT, CampaignFolder
 from ablations.campaign.gate import GateDecision
 from ablations.campaign.looks import decide_look, look_runs
+from ablations.campaign.manifest import read_manifest
 from ablations.campaign.state import register, save_record
 from ablations.campaign.steps import (
     execute_registered_run,
@@ -28,11 +29,10 @@ from ablations.campaign.steps import (
 )
 from ablations.errors import InputError
 from ablations.plan.model import Plan
-from ablations.records import PreflightReport, RunRecord, RunSpec
 from ablations.report.artifact import curves_so_far
 from ablations.report.from_folder import rebuild_report
-from ablations.results.manifest import read_manifest
 from ablations.results.write import write_results
+from ablations.run.records import PreflightReport, RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec
 from tests.ablations.analysis.synthetic import PLAN
 

@@ -17,7 +17,7 @@ from ablations.campaign.folder import CampaignFolder
 from ablations.campaign.state import register, save_record
 from ablations.errors import CampaignConflictError, InputError
 from ablations.plan.model import Plan, parse_plan
-from ablations.records import RunRecord
+from ablations.run.records import RunRecord
 
 
 def command_plan(demo_data: dict[str, Any], **workload: Any) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from ablations.campaign import folder as names
 from ablations.campaign.folder import CampaignFolder, Registration
 from ablations.campaign.gate import GateDecision
 from ablations.plan.model import parse_plan, plan_hash
-from ablations.plan.variants import planned_runs
-from ablations.records import PreflightReport, RunRecord, Stop
+from ablations.plan.runs import planned_runs
+from ablations.run.records import PreflightReport, RunRecord, Stop
 from ablations.verify.layout import EXPECTED_ENTRIES
 
 

@@ -6,8 +6,9 @@ from typing import Any
 
 from ablations.campaign.gate import apply_answer, auto_decision
 from ablations.plan.model import Plan, parse_plan, plan_hash
-from ablations.plan.variants import PlannedRun, planned_runs
-from ablations.records import PreflightReport, Rejection, RunError, RunRecord, Stop, Timings
+from ablations.plan.runs import planned_runs
+from ablations.plan.variants import PlannedRun
+from ablations.run.records import PreflightReport, Rejection, RunError, RunRecord, Stop, Timings
 
 PASSED = PreflightReport(passed=True)
 

@@ -11,8 +11,8 @@ from ablations.budget import project
 from ablations.budget.catalog import Package
 from ablations.campaign.live import LiveCampaign
 from ablations.plan.model import parse_plan, plan_hash
-from ablations.plan.variants import planned_runs
-from ablations.records import RunRecord, Timings
+from ablations.plan.runs import planned_runs
+from ablations.run.records import RunRecord, Timings
 from tests.flows.conftest import TINY_PLAN
 
 HOUR = 3600.0

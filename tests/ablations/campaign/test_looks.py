@@ -16,7 +16,7 @@ from ablations.campaign.campaign import Campaign
 from ablations.campaign.looks import decide_look, look_runs, recorded_looks, rejudged_looks
 from ablations.campaign.state import register, save_record
 from ablations.plan.variants import PlannedRun
-from ablations.records import RunRecord, Stop
+from ablations.run.records import RunRecord, Stop
 from tests.ablations.analysis.synthetic import PLAN
 
 CONTROL = [0.90, 0.92, 0.91, 0.93, 0.90, 0.92, 0.91, 0.90]

@@ -4,8 +4,8 @@ from typing import Any
 
 from ablations.campaign.scheduling import longest_first
 from ablations.plan.model import parse_plan, plan_hash
-from ablations.plan.variants import planned_runs
-from ablations.records import RunRecord, Timings
+from ablations.plan.runs import planned_runs
+from ablations.run.records import RunRecord, Timings
 
 
 def test_longest_measured_variants_go_first_and_ties_keep_plan_order(

@@ -15,7 +15,7 @@ from ablations.campaign.specs import spec_for
 from ablations.campaign.state import register
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
-from ablations.records import RunSpec
+from ablations.run.records import RunSpec
 from tests.flows.conftest import TINY_PLAN, plan_text
 
 
@@ -97,7 +97,7 @@ def test_a_main_run_resumes_where_its_pilot_ended_and_one_without_a_pilot_starts
 def test_the_main_run_resumes_from_the_checkpoint_its_pilots_spec_committed(
     registered: tuple[Plan, list[PlannedRun], dict[str, RunSpec], Path],
 ) -> None:
-    from ablations.slots.jobs import run_spec
+    from ablations.workers.jobs import run_spec
 
     plan, runs, specs, out = registered
     pilot = next(r for r in runs if r.phase == "pilot" and r.variant == "control")

@@ -9,7 +9,7 @@ import yaml
 from ablations.campaign.folder import CampaignFolder
 from ablations.campaign.state import register, save_record
 from ablations.errors import AblationError, CampaignConflictError
-from ablations.records import RunRecord
+from ablations.run.records import RunRecord
 
 
 def test_register_freezes_the_plan_text(tmp_path: Path, demo_data: dict[str, Any]) -> None:

@@ -20,9 +20,9 @@ from ablations.campaign.steps import (
     record_gate_decision,
     write_reframe_draft,
 )
+from ablations.local.executor import LocalSlots, warmup_for
 from ablations.plan.model import parse_plan
 from ablations.slots.devices import SlotSpec
-from ablations.slots.local import LocalSlots, warmup_for
 from tests.conftest import ROOT
 from tests.faults.workloads import LOSE_CURSOR
 from tests.flows.conftest import TINY_PLAN, plan_text

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from ablations.hooks import CheckpointHook, RunHistory
-from ablations.plan.sections import CheckpointSection
-from ablations.records import RunSpec
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.run.hooks import CheckpointHook, RunHistory
+from ablations.run.records import RunSpec
 from ablations.workloads.digits import DigitsWorkload
 
 SMALL = {"width": 16, "depth": 1, "batch_size": 32}

@@ -10,7 +10,7 @@ import pytest
 from ablations.checkpoint import CheckpointManager, ForeignCheckpoint, RefusedCheckpoint, commit
 from ablations.checkpoint.commit import COMMIT, Identity
 from ablations.checkpoint.state import MODEL, STATE
-from ablations.records import RunSpec
+from ablations.run.records import RunSpec
 from tests.ablations.checkpoint.conftest import build, train
 
 ME = Identity("camp", "run-a", "hash-1")

@@ -9,15 +9,9 @@ from pathlib import Path
 import pytest
 
 from ablations.checkpoint import FsspecStore, open_store
-from ablations.checkpoint.fence import (
-    ACCEPTED,
-    SupersededAttempt,
-    accept,
-    accepted,
-    require_accepted,
-)
-from ablations.errors import InfrastructureError, StoreError
-from ablations.plan.sections import CheckpointSection
+from ablations.checkpoint.fence import ACCEPTED, accept, accepted, require_accepted
+from ablations.errors import InfrastructureError, StoreError, SupersededAttempt
+from ablations.plan.infrastructure import CheckpointSection
 from tests.s3_server import BUCKET
 
 

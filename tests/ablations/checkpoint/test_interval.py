@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from ablations.checkpoint import CheckpointManager, IntervalPolicy, overhead, young_daly
 from ablations.checkpoint.interval import BOOTSTRAP_STEPS
-from ablations.plan.sections import CheckpointSection
-from ablations.records import RunSpec
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.run.records import RunSpec
 from tests.ablations.checkpoint.conftest import train
 
 

@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 from ablations.checkpoint.commit import COMMIT
-from ablations.records import RunRecord, RunSpec
-from ablations.slots.jobs import run_spec
+from ablations.run.records import RunRecord, RunSpec
+from ablations.workers.jobs import run_spec
 from tests.ablations.checkpoint.conftest import make_spec
 from tests.ablations.checkpoint.workloads import CRASH_AT
 
 ROOT = Path(__file__).resolve().parents[3]
 RUN = (
-    "import sys; from ablations.records import RunSpec; from ablations.slots.jobs import run_spec; "
+    "import sys; from ablations.run.records import RunSpec; "
+    "from ablations.workers.jobs import run_spec; "
     "print(run_spec(RunSpec.model_validate_json(sys.stdin.read())).model_dump_json())"
 )
 

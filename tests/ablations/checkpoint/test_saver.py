@@ -13,7 +13,7 @@ from moto.server import ThreadedMotoServer
 from ablations.checkpoint import CheckpointManager, Retry, commit, open_store
 from ablations.checkpoint.commit import Identity
 from ablations.checkpoint.saver import Saver
-from ablations.hooks import RunHistory
+from ablations.run.hooks import RunHistory
 from tests.ablations.checkpoint.conftest import build, make_spec, train
 from tests.s3_server import BUCKET, free_port
 

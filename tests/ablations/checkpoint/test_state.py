@@ -16,8 +16,8 @@ from ablations.checkpoint import CheckpointManager, commit
 from ablations.checkpoint.commit import Identity
 from ablations.checkpoint.state import MODEL, STATE, capture, loads, set_rng_state
 from ablations.errors import StoreError
-from ablations.hooks import RunHistory
-from ablations.records import RunSpec
+from ablations.run.hooks import RunHistory
+from ablations.run.records import RunSpec
 from tests.ablations.checkpoint.conftest import build, make_spec, train
 from tests.s3_server import BUCKET
 

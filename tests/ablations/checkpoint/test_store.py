@@ -9,7 +9,7 @@ import pytest
 
 from ablations.checkpoint import FsspecStore, Store, open_store
 from ablations.errors import StoreError
-from ablations.plan.sections import CheckpointSection
+from ablations.plan.infrastructure import CheckpointSection
 from tests.s3_server import BUCKET, free_port
 
 
@@ -94,7 +94,7 @@ def test_run_specs_place_the_store_in_the_campaign_folder(tmp_path: Path) -> Non
     from ablations.campaign.specs import spec_for
     from ablations.campaign.state import Registration
     from ablations.plan.io import load_plan
-    from ablations.plan.variants import planned_runs
+    from ablations.plan.runs import planned_runs
     from tests.conftest import ROOT
 
     plan = load_plan(ROOT / "ablations" / "recipes" / "demo.yaml", workload="skip")

@@ -14,7 +14,7 @@ import pytest
 
 from ablations.campaign.state import save_record
 from ablations.cli import main
-from ablations.records import RunRecord, Timings
+from ablations.run.records import RunRecord, Timings
 from tests.conftest import DEMO_PLAN, ROOT
 
 CONTRACT = {"window_hours", "fits", "unused_hours", "overrun_hours", "price_usd",

@@ -109,8 +109,8 @@ def test_a_pilot_ending_before_the_first_evaluation_exits_2_in_one_line(
 def test_plan_projects_on_the_slots_ablate_run_opens_here() -> None:
     """`ablate run` opens `local_slots_for(plan, path, --devices)`; `ablate plan` projects on
     the same (it projected the package's one card, where a CPU machine's run used two)."""
+    from ablations.local.executor import local_slots_for
     from ablations.plan.io import load_plan
-    from ablations.slots.local import local_slots_for
 
     recipe = ROOT / "ablations" / "recipes" / "command.yaml"
     here = len(local_slots_for(load_plan(recipe), recipe, None))

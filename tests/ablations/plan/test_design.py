@@ -10,7 +10,7 @@ import pytest
 from ablations.errors import PlanError
 from ablations.plan.design import SequentialSeeds, look_of_seed
 from ablations.plan.model import parse_plan, plan_hash
-from ablations.plan.variants import planned_runs
+from ablations.plan.runs import planned_runs
 
 
 def problems_of(data: Any) -> list[str]:

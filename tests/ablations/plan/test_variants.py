@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ablations.plan.model import parse_plan, plan_hash
-from ablations.plan.variants import planned_runs, run_id, variants
+from ablations.plan.runs import planned_runs, variants
+from ablations.plan.variants import run_id
 from tests.conftest import DEMO_PLAN
 
 
@@ -92,7 +93,8 @@ def test_plan_hash_changes_with_metric_values(threshold: float, effect: float) -
 
 def test_run_ids_rendered_per_variant_equal_the_plain_json_ones(demo_data: dict[str, Any]) -> None:
     from ablations.plan.model import parse_plan, plan_hash
-    from ablations.plan.variants import planned_runs, run_id
+    from ablations.plan.runs import planned_runs
+    from ablations.plan.variants import run_id
 
     demo_data["workload"]["params"]["note"] = 'é "quoted"'  # escaping must match too
     plan = parse_plan(demo_data)

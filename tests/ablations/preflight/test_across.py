@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from ablations.checkpoint import open_store
+from ablations.errors import WorkloadFailed
 from ablations.preflight.across import preflight_across
 from ablations.preflight.verdict import check_spec
 from ablations.slots.devices import SlotSpec
-from ablations.slots.jobs import ContinueJob, PreflightOnSlot, PreflightStartJob
-from ablations.slots.messages import WorkloadFailed
-from ablations.slots.worker import SlotWorker, Warmup
+from ablations.workers.jobs import ContinueJob, PreflightOnSlot, PreflightStartJob
+from ablations.workers.worker import SlotWorker, Warmup
 from tests.ablations.checkpoint.conftest import make_spec
 
 CPU = SlotSpec(name="cpu#0", device="cpu", cpu_threads=1)

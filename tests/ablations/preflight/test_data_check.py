@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ablations.preflight.data_check import check_counts, check_data, check_splits
-from ablations.workload import DataProblem, InputGroup, InputReport, Split, Splits
+from ablations.run.workload import DataProblem, InputGroup, InputReport, Split, Splits
 from ablations.workloads.digits import DigitsWorkload
 
 DIGITS_COUNTS = {"train": 1433, "heldout": 364}

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import torch
 
-from ablations.plan.sections import ParamValue
-from ablations.records import RunSpec
-from ablations.slots.jobs import probe_on_slot
+from ablations.plan.section import ParamValue
+from ablations.run.records import RunSpec
 from ablations.training.driver import execute
+from ablations.workers.jobs import probe_on_slot
 from ablations.workloads.digits import DigitsWorkload
 
 MIB = 2**20

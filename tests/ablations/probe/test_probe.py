@@ -12,12 +12,12 @@ import pytest
 
 from ablations.budget import assess_plan
 from ablations.cli import main
+from ablations.plan.infrastructure import ResourcesSection
 from ablations.plan.io import load_plan
-from ablations.plan.sections import ResourcesSection
-from ablations.probe.point import ProbePoint
 from ablations.probe.sweep import ProbeResult, read
-from ablations.records import MemoryPeak
+from ablations.run.records import MemoryPeak
 from ablations.slots.devices import plan_slots, slots_that_fit
+from ablations.workers.probe_point import ProbePoint
 
 PHASES = {"build", "train", "evaluate", "checkpoint"}
 

@@ -48,8 +48,8 @@ def test_the_curves_so_far_show_the_finished_runs_inline(tmp_path: Path) -> None
 
     from ablations.campaign.campaign import Campaign
     from ablations.campaign.state import register, save_record
-    from ablations.records import RunRecord
     from ablations.report.artifact import curves_so_far
+    from ablations.run.records import RunRecord
     from tests.ablations.analysis.synthetic import PLAN
 
     out = tmp_path / "out"

@@ -12,11 +12,11 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image
 
-from ablations.plan.sections import MetricSection
+from ablations.plan.experiment import MetricSection
 from ablations.plan.variants import CONTROL, PlannedRun
-from ablations.records import RunRecord, Stop
 from ablations.report.curves import curves_figure, load_curves, plot_curves
 from ablations.report.inputs import ReportRun
+from ablations.run.records import RunRecord, Stop
 
 METRIC = MetricSection(name="accuracy", threshold=0.5, useful_effect=0.01)
 STEPS, EVAL_EVERY = 100, 25

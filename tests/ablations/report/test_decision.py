@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from ablations.plan.model import parse_plan, plan_hash
-from ablations.plan.variants import PlannedRun, planned_runs
-from ablations.records import Rejection, RunRecord, Stop
+from ablations.plan.runs import planned_runs
+from ablations.plan.variants import PlannedRun
 from ablations.report import ReportInputs, ReportRun, assemble_inputs, render_report
 from ablations.report.decision import decision_reached
+from ablations.run.records import Rejection, RunRecord, Stop
 from tests.ablations.analysis.synthetic import PLAN
 
 CONTROL = {0: 0.90, 1: 0.92, 2: 0.91}

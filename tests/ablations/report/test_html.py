@@ -13,10 +13,10 @@ import pytest
 from PIL import Image
 
 from ablations.campaign.folder import REPORT_HTML
+from ablations.campaign.manifest import FileEntry
 from ablations.report import build_report
 from ablations.report.md_html import markdown_to_html
 from ablations.results.ledger import LEDGER_URL
-from ablations.results.manifest import FileEntry
 from ablations.verify.files import check_entry
 from ablations.verify.report_html import DATA_PNG, html_problem
 from tests.ablations.analysis.synthetic import Synthetic, write_synthetic

@@ -8,9 +8,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from ablations.plan.variants import PlannedRun
-from ablations.records import RunRecord, Stop
 from ablations.report.inputs import ReportRun
 from ablations.report.plots import plot_timeline, timeline_figure
+from ablations.run.records import RunRecord, Stop
 
 T0 = 1_700_000_000.0  # registration; the first run starts 30 s later
 

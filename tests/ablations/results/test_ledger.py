@@ -14,7 +14,6 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import FrozenTrial, TrialState
 
 from ablations.plan.variants import PlannedRun
-from ablations.records import RunRecord
 from ablations.results.ledger import (
     LEDGER_URL,
     STATES,
@@ -24,6 +23,7 @@ from ablations.results.ledger import (
     search_space,
     trials_of,
 )
+from ablations.run.records import RunRecord
 from tests.ablations.analysis.synthetic import STOP_MESSAGE, Synthetic, write_synthetic
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

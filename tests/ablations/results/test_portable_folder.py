@@ -11,7 +11,7 @@ from ablations.campaign.state import (
     remove_leftover_temporaries,
     save_record,
 )
-from ablations.records import CheckpointSummary, RunRecord
+from ablations.run.records import CheckpointSummary, RunRecord
 from ablations.verify.layout import scan_layout, store_entry
 
 

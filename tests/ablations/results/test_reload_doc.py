@@ -20,14 +20,14 @@ import pandas as pd
 import pytest
 import torch
 
+from ablations.campaign.manifest import FileEntry, Manifest, ManifestRun
 from ablations.plan.model import Plan, parse_plan
 from ablations.results.ledger import LEDGER_URL
-from ablations.results.manifest import FileEntry, Manifest, ManifestRun
 from ablations.results.reload_doc import reload_markdown
 from ablations.results.write import RUN_COLUMNS, _flat
+from ablations.run.workload import load_workload
 from ablations.training.driver import seed_everything
 from ablations.verify.folder import DEFAULT_TOLERANCE
-from ablations.workload import load_workload
 from tests.flows.conftest import TINY_PLAN
 
 

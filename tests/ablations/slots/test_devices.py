@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ablations.errors import AblationError
-from ablations.plan.sections import ResourcesSection
+from ablations.plan.infrastructure import ResourcesSection
 from ablations.slots.devices import SlotLease, plan_slots, threads_per_core, usable_cpus
 
 

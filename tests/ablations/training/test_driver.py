@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from ablations.hooks import RunHistory
-from ablations.progress import outcome
-from ablations.records import CheckpointSummary, RunSpec, Stop
+from ablations.campaign.progress import outcome
+from ablations.errors import NoUsableRestart
+from ablations.run.hooks import RunHistory
+from ablations.run.records import CheckpointSummary, RunSpec, Stop
+from ablations.run.workload import Workload
+from ablations.text.units import metric
 from ablations.training.driver import execute, open_run
-from ablations.training.stop_rules import NoUsableRestart
-from ablations.units import metric
-from ablations.workload import Workload
 from ablations.workloads.digits import DigitsWorkload
 
 DIGITS = "ablations.workloads.digits:DigitsWorkload"

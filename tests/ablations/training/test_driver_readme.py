@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from ablations.preflight.data_check import check_data
+from ablations.run.workload import Evaluation, InputGroup, InputReport
 from ablations.training.driver import execute
-from ablations.workload import Evaluation, InputGroup, InputReport
 from tests.ablations.training.test_driver import digits_spec
 
 # --- README snippet (keep in sync with README.md; it adds the two imports) ----------------

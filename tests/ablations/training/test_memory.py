@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ablations.records import MemoryPeak
+from ablations.run.records import MemoryPeak
 from ablations.training.memory import PhaseMemory, _peak_rss_bytes
 
 MIB = 1024 * 1024

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from ablations.checkpoint import CheckpointManager
-from ablations.plan.sections import CheckpointSection
-from ablations.records import RunRecord, RunSpec
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.run.records import RunRecord, RunSpec
 from ablations.training.driver import execute
 from tests.ablations.checkpoint.conftest import SMALL
 

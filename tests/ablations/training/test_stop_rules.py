@@ -7,11 +7,11 @@ import math
 import pytest
 
 from ablations.errors import WorkloadError
-from ablations.plan.sections import NonFiniteLossRule, QualityRule, TruncationRule
-from ablations.records import Stop
+from ablations.plan.rules import NonFiniteLossRule, QualityRule, TruncationRule
+from ablations.run.records import Stop
+from ablations.run.workload import InputGroup, InputReport
 from ablations.training.driver import execute
 from ablations.training.stop_rules import non_finite_stop, quality_stop, truncation_stop
-from ablations.workload import InputGroup, InputReport
 from tests.ablations.training.test_driver import digits_spec
 
 DIVERGES = {"optimizer": "sgd", "lr": 1e20}

@@ -1,4 +1,4 @@
-"""A SIGTERM mid-run (`ablations.preemption`): the run commits a checkpoint at its current
+"""A SIGTERM mid-run (`ablations.process.preemption`): the run commits a checkpoint at its current
 step and is recorded as interrupted; resumed, it ends bitwise equal to a run never stopped."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from ablations.checkpoint import CheckpointManager
-from ablations.preemption import TERMINATE, listen_for_sigterm
-from ablations.records import RunRecord, RunSpec
+from ablations.process.preemption import TERMINATE, listen_for_sigterm
+from ablations.run.records import RunRecord, RunSpec
 from ablations.training.driver import execute
 from ablations.workloads.digits import DigitsWorkload
 from tests.ablations.training.test_pilot_prefix import _spec, _weights

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ablations.results.manifest import FileEntry
+from ablations.campaign.manifest import FileEntry
 from ablations.verify import files
 from ablations.verify.files import (
     PNG_SIGNATURE,

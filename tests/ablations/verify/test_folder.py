@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from ablations.campaign.state import NotACampaignFolder, read_manifest
+from ablations.campaign.manifest import ManifestRun, read_manifest
 from ablations.cli import main
-from ablations.credentials import find_credentials, redact_url, secret_values
-from ablations.results.manifest import ManifestRun
+from ablations.errors import NotACampaignFolder
+from ablations.security.credentials import find_credentials, redact_url, secret_values
 from ablations.verify.files import check_entry, scan_paths
 
 

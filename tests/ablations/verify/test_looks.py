@@ -17,9 +17,9 @@ import pytest
 from ablations.analysis.looks import LookRecord
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.looks import decide_look, look_runs, recorded_looks
-from ablations.names import LOOKS
+from ablations.campaign.manifest import Manifest
+from ablations.files.names import LOOKS
 from ablations.plan.model import plan_hash
-from ablations.results.manifest import Manifest
 from ablations.verify.looks import check_looks
 from tests.ablations.campaign.test_looks import finish, folder, sequential_plan
 

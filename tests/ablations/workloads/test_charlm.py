@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from ablations.checkpoint.state import capture, restore
-from ablations.hooks import RunHistory
-from ablations.records import RunSpec
+from ablations.run.hooks import RunHistory
+from ablations.run.records import RunSpec
 from ablations.training.driver import execute, seed_everything
 from ablations.workloads.charlm import CharLMWorkload
 from ablations.workloads.corpus import load_corpus

@@ -22,7 +22,7 @@ from ablations.errors import DataError, PlanError
 from ablations.plan.io import load_plan
 from ablations.plan.model import parse_plan, plan_hash
 from ablations.preflight.data_check import check_data
-from ablations.records import RunSpec
+from ablations.run.records import RunSpec
 from ablations.training.driver import execute, seed_everything
 from ablations.workloads import corpus
 from ablations.workloads.charlm import CharLMWorkload

@@ -31,7 +31,7 @@ COUNTED: dict[str, list[tuple[str, str]]] = {
     "ablations.campaign.state": [("existing_registration", "registration")],
     "ablations.campaign.code": [("workload_code", "code")],  # hashing the user's code
     # asked for (the cache answers a second ask) and parsed from the file
-    "ablations.results.manifest": [
+    "ablations.campaign.manifest": [
         ("read_manifest", "manifest"),
         ("parse_manifest", "manifest-parse"),
     ],

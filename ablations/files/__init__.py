@@ -1,0 +1,5 @@
+"""The output folder's file names and the one atomic writer every file goes through.
+
+names.py   every file and folder name of a campaign's output folder (imports nothing)
+atomic.py  whole files or none: temporary, fsync, rename, fsync the folder (imports nothing)
+"""

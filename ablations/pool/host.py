@@ -1,0 +1,102 @@
+"""One host's slots, leased across processes: a lock file per slot.
+
+A process work pool starts every flow run as its own process, so the thread-safe `SlotLease`
+of one campaign process cannot share a host's devices between them. An exclusive `flock` on
+`<lock_dir>/<host>-<slot>.lock` can, and the kernel drops it when its holder dies, so a
+crashed run never keeps its slot.
+
+The host's settings come from the worker's environment (its flow runs inherit it), read once
+in `HostSlots.from_env`:
+
+    ABLATE_DEVICES    auto | N (CPU slots) | cuda:0,cuda:1    the devices of this host
+    ABLATE_HOST       the name records show (default: the hostname)
+    ABLATE_SLOT_DIR   where the lock files live (default: <tmp>/ablate-slots)
+    ABLATE_ALLOW_ENTRY  workload modules runs may import besides the built-in ones, comma
+                      separated (unset: any; set, even empty: only those, see
+                      `ablations.security.entries`)
+    ABLATE_ALLOW_STORE  checkpoint stores (and S3 endpoints) runs may use, comma separated
+                      (unset: any; set, even empty: only those)
+    ABLATE_MAX_STEPS  the most steps of one run this host trains (`ablations.security.limits`)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import socket
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ablations.plan.infrastructure import ResourcesSection
+from ablations.slots.devices import SlotSpec, plan_slots
+
+POLL_SECONDS = 0.5
+"""How often a flow run waiting for a busy host retries the locks (a run lasts minutes)."""
+
+
+@dataclass(frozen=True)
+class HostSlots:
+    """The slots of this host and where their locks live."""
+
+    host: str
+    slots: list[SlotSpec]
+    lock_dir: Path
+    allowed_entries: tuple[str, ...] | None = None
+    """Workload modules this host's runs may import besides the built-ins (None: any)."""
+    allowed_stores: tuple[str, ...] | None = None
+    """Store URLs (and S3 endpoints) this host's runs may use (None: any)."""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> HostSlots:
+        """The host's slots from `ABLATE_DEVICES`, `ABLATE_HOST` and `ABLATE_SLOT_DIR`."""
+        env = os.environ if environ is None else environ
+        devices = env.get("ABLATE_DEVICES", "auto")
+        host = env.get("ABLATE_HOST") or socket.gethostname()
+        lock_dir = env.get("ABLATE_SLOT_DIR") or str(Path(tempfile.gettempdir()) / "ablate-slots")
+        allowed = env.get("ABLATE_ALLOW_ENTRY")
+        stores = env.get("ABLATE_ALLOW_STORE")
+        return cls(
+            host=host,
+            slots=plan_slots(ResourcesSection(), devices),
+            lock_dir=Path(lock_dir),
+            allowed_entries=None if allowed is None else tuple(e for e in allowed.split(",") if e),
+            allowed_stores=None if stores is None else tuple(s for s in stores.split(",") if s),
+        )
+
+    def lock_path(self, slot: SlotSpec) -> Path:
+        """The lock file of one slot (names made safe for a file name)."""
+        return self.lock_dir / re.sub(r"[^A-Za-z0-9._-]", "_", f"{self.host}-{slot.name}.lock")
+
+    @contextmanager
+    def lease(self, timeout_s: float | None = None) -> Iterator[SlotSpec]:
+        """Hold one free slot of this host until the block ends; wait while all are busy.
+
+        The slot handed out is named `<host>/<slot>` so records say where a run ran.
+        `TimeoutError` after `timeout_s` seconds without a free slot (None: wait forever)."""
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            for slot in self.slots:
+                fd = os.open(self.lock_path(slot), os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                try:
+                    yield replace(slot, name=f"{self.host}/{slot.name}")
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+                return
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"no free slot on {self.host} ({len(self.slots)} slots, locks in "
+                    f"{self.lock_dir}) within {timeout_s} s"
+                )
+            time.sleep(POLL_SECONDS)
