@@ -1,144 +1,32 @@
-"""Import circles among `ablations/`, `tasks/` and `flows/`, found by parsing (nothing imported).
+"""The package order among `ablations/`, `tasks/` and `flows/`, read from the source (nothing is
+imported): `tests/import_graph.py` finds every dependency (top-level, deferred, type-only and
+relative imports, modules named by string) and `python -m tests.package_loops` prints what
+these tests find.
 
-A circle at module level breaks an import outright; one closed by a deferred import (inside a
-function) works, but means the two concepts are not layered: each knows the other. Imports
-under `if TYPE_CHECKING:` are for annotations only and do not count.
+Each package is one unit on one layer of `LAYERS` (a first-level subpackage of `ablations`, the
+root module `ablations.errors`, `tasks`, `flows`). A unit imports only from its own layer or
+those below; no two units know each other (a package loop); no two modules do either (a module
+circle, type-only and string edges included); a unit no layer names fails, so a new package
+must be placed.
 """
 
 from __future__ import annotations
 
 import ast
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import ROOT
 from tests.import_graph import OrderReport, check_order, edges
 
-PACKAGES = ("ablations", "tasks", "flows")
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
-
-
-def _imports(tree: ast.Module, *, deferred: bool) -> list[ast.Import | ast.ImportFrom]:
-    """The module's imports: its top level only, or (`deferred`) those in functions too."""
-    found: list[ast.Import | ast.ImportFrom] = []
-
-    def visit(nodes: list[ast.stmt]) -> None:
-        for node in nodes:
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                found.append(node)
-            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                visit(node.orelse)
-            elif deferred or not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                for child in ast.iter_child_nodes(node):
-                    if isinstance(child, ast.stmt):
-                        visit([child])
-                    elif isinstance(child, ast.ExceptHandler):
-                        visit(child.body)
-
-    visit(tree.body)
-    return found
-
-
-Reader = Callable[[ast.Module], list[ast.Import | ast.ImportFrom]]
-
-
-def import_graph(*, deferred: bool, reader: Reader | None = None) -> dict[str, set[str]]:
-    """Each project module and the project modules it imports (with their packages); `reader`
-    picks a module's imports (by default `_imports`, which leaves out type-only ones)."""
-    modules = _modules()
-
-    def known(name: str) -> str | None:
-        while name and name not in modules:
-            name = name.rpartition(".")[0]
-        return name or None
-
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        targets: set[str] = set()
-        tree = ast.parse(path.read_text(), str(path))
-        nodes = reader(tree) if reader else _imports(tree, deferred=deferred)
-        for node in nodes:
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif node.level == 0 and node.module:
-                names = [f"{node.module}.{alias.name}" for alias in node.names]
-            else:
-                names = []
-            for imported in names:
-                target = known(imported)
-                while target:  # importing a module runs its packages' __init__ first
-                    if not name.startswith(f"{target}."):  # its own packages run already
-                        targets.add(target)
-                    target = target.rpartition(".")[0] or None
-                    target = known(target) if target else None
-        targets.discard(name)
-        graph[name] = targets
-    return graph
-
-
-def circles(graph: dict[str, set[str]]) -> list[set[str]]:
-    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[set[str]] = []
-
-    def visit(module: str) -> None:
-        index[module] = low[module] = len(index)
-        stack.append(module)
-        for target in sorted(graph[module]):
-            if target not in index:
-                visit(target)
-                low[module] = min(low[module], low[target])
-            elif target in stack:
-                low[module] = min(low[module], index[target])
-        if low[module] == index[module]:
-            group = set()
-            while True:
-                member = stack.pop()
-                group.add(member)
-                if member == module:
-                    break
-            if len(group) > 1:
-                found.append(group)
-
-    for module in sorted(graph):
-        if module not in index:
-            visit(module)
-    return found
-
-
-def test_the_finder_finds_a_circle() -> None:
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
-    assert circles(graph) == [{"a", "b", "c"}]
-
-
-def test_no_circle_at_module_level() -> None:
-    assert circles(import_graph(deferred=False)) == []
-
-
-def test_no_circle_through_deferred_imports() -> None:
-    assert circles(import_graph(deferred=True)) == []
-
 
 def _external_imports(path: Path) -> set[str]:
-    """Every top-level package a module imports, in functions too."""
+    """Every top-level package a module imports: in functions and type-only ones too."""
     found = set()
-    for node in _imports(ast.parse(path.read_text(), str(path)), deferred=True):
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found |= {alias.name.partition(".")[0] for alias in node.names}
-        elif node.level == 0 and node.module:
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.add(node.module.partition(".")[0])
     return found
 
@@ -153,6 +41,20 @@ def test_the_domain_never_imports_prefect_or_the_flows() -> None:
     assert {k: v for k, v in offending.items() if v} == {}
     tasks = {p.name: "flows" in _external_imports(p) for p in (ROOT / "tasks").glob("*.py")}
     assert not any(tasks.values())
+
+
+def test_the_output_folder_names_and_writer_import_nothing_of_the_project() -> None:
+    """`ablations.files` is the bottom: every layer writes the output folder through it."""
+    found = [e for e in edges(ROOT) if e.importer.startswith("ablations.files") and not e.implied]
+    assert [
+        (e.importer, e.imported) for e in found if not e.imported.startswith("ablations.files")
+    ] == []
+
+
+def test_the_exception_tree_imports_nothing_of_the_project() -> None:
+    """`ablations.errors` holds every exception class (httpx's pattern): any module may raise
+    one, so it may import none."""
+    assert [e.imported for e in edges(ROOT) if e.importer == "ablations.errors"] == []
 
 
 # -- the package order ------------------------------------------------------------------------
@@ -186,86 +88,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tasks",),
     ("flows",),
 )
-"""The package order, lowest first (ARCHITECTURE.md): a module imports only from its own layer
-or those below, type-only and deferred imports included. A module takes the layer of the
-longest name listed that contains it (`ablations.slots.devices` sits below `ablations.slots`)."""
-
-ORDER_EXCEPTIONS: dict[tuple[str, str], str] = {}
-"""Imports against the order that remain, each with why; the list may only shrink."""
+"""The package order, lowest first (ARCHITECTURE.md, *Package order*): a unit imports only from
+its own layer or those below, every kind of dependency included. Only units are listed."""
 
 
-def layer_of(module: str) -> int:
-    """The index in `LAYERS` of the longest listed name that is the module or contains it."""
-    best, found = -1, -1
-    for index, names in enumerate(LAYERS):
-        for name in names:
-            if (module == name or module.startswith(f"{name}.")) and len(name) > best:
-                best, found = len(name), index
-    assert found >= 0, f"{module} is in no layer of LAYERS: add it"
-    return found
-
-
-def against_the_order(graph: dict[str, set[str]]) -> list[str]:
-    """Each import from a lower layer to a higher one, as 'importer -> imported'. A package
-    whose `__init__` imports nothing of the project counts for nothing: importing
-    `ablations.campaign.manifest` runs `ablations/results/__init__.py`, which brings in no layer."""
-
-    def empty_package(target: str, targets: set[str]) -> bool:
-        return not graph.get(target) and any(t.startswith(f"{target}.") for t in targets)
-
-    return [
-        f"{module} -> {target}"
-        for module, targets in sorted(graph.items())
-        for target in sorted(targets)
-        if layer_of(target) > layer_of(module)
-        and (module, target) not in ORDER_EXCEPTIONS
-        and not empty_package(target, targets)
-    ]
-
-
-def _all_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
-
-
-def test_the_order_finder_names_both_modules() -> None:
-    graph = {"ablations.plan.model": {"ablations.campaign.gate"}, "ablations.campaign.gate": set()}
-    assert against_the_order(graph) == ["ablations.plan.model -> ablations.campaign.gate"]
-
-
-def test_every_import_follows_the_package_order() -> None:
-    """Type-only imports count too: an annotation naming a higher layer's type is a dependency
-    a reader must follow, and the first step of a circle."""
-    graph = import_graph(deferred=True, reader=_all_imports)
-    assert against_the_order(graph) == []
-
-
-def test_the_exceptions_are_still_needed() -> None:
-    graph = import_graph(deferred=True, reader=_all_imports)
-    imports = {(module, target) for module, targets in graph.items() for target in targets}
-    assert sorted(set(ORDER_EXCEPTIONS) - imports) == []
-
-
-def test_the_names_import_nothing_of_the_project() -> None:
-    graph = import_graph(deferred=True, reader=_all_imports)
-    assert graph["ablations.files.names"] == set()
-    assert graph["ablations.files.atomic"] == set()
-
-
-# -- the strict order (#37): every kind of dependency, at package level ------------------------
-#
-# `tests/import_graph.py` reads relative imports, type-only ones and modules named by string,
-# and sees each package as one unit on one layer: `LAYERS` may name only units (a subpackage of
-# `ablations`, a module loose at its root, `tasks`, `flows`), and a unit it does not name fails
-# (the root package no longer takes in whatever is new). `python -m tests.package_loops` prints
-# what these tests find. Today's tree fails them: the moves of #37 make them pass, after the
-# branches of #34-#36 merge; until then they are expected to fail, strictly (a test that starts
-# passing fails, and its marker goes).
-
-STRICT = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,  # only the findings are expected: a finder that crashes fails
-    reason="#37: folders are not layers yet (python -m tests.package_loops; plan in 37-plan.md)",
-)
+# -- the finder, on small trees ----------------------------------------------------------------
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -381,12 +208,10 @@ def _strict() -> OrderReport:
     return check_order(ROOT, LAYERS)
 
 
-@STRICT
 def test_strict_no_package_loop() -> None:
     assert [loop.members for loop in _strict().loops] == []
 
 
-@STRICT
 def test_strict_every_dependency_follows_the_package_order() -> None:
     assert [pair for pair, _ in _strict().upward] == []
 
@@ -399,7 +224,6 @@ def test_strict_the_layers_name_whole_packages() -> None:
     assert _strict().not_units == ()
 
 
-@STRICT
 def test_strict_no_module_circle_type_only_and_string_imports_included() -> None:
     assert [circle for circle, _ in _strict().module_circles] == []
 

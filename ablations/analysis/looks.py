@@ -33,7 +33,7 @@ def look_design(plan: Plan) -> LookDesign:
         looks=plan.look_sizes,
         alpha=alpha_of(plan.seeds),
         spending=spending_of(plan.seeds),
-        comparisons=max(1, len(variant_names(plan)) - 1),
+        comparisons=max(1, len(variant_names(plan.factors, plan.interactions)) - 1),
         correction=correction_of(plan.seeds),
         futility=futility.threshold,
         futility_from=futility.from_look,

@@ -19,7 +19,7 @@ from ablations.errors import Problem
 from ablations.plan.model import Plan
 from ablations.preflight.across import preflight_across
 from ablations.probe.sweep import peak_for_slots
-from ablations.results.job import ResultsJob
+from ablations.results.job import RESULTS_PRELOAD, ResultsJob
 from ablations.run.records import PreflightReport, RunRecord, RunSpec
 from ablations.slots.devices import SlotLease, SlotSpec, plan_slots
 from ablations.workers.jobs import PreflightOnSlot, RunJob
@@ -42,7 +42,7 @@ def warmup_for(plan: Plan, out_dir: Path) -> Warmup:
     return Warmup(
         workload_imports=tuple(plan.workload.named_imports),
         restart_check=check and not (known is not None and known.passed),
-        results=True,
+        preload=RESULTS_PRELOAD,
         on_terminate=plan.checkpoint.on_terminate,
         terminate_grace_seconds=plan.checkpoint.terminate_grace_seconds,
         log_dir=str(out_dir.resolve()),  # logs/<run>.log: frameworks' output, off the terminal
@@ -57,7 +57,7 @@ class LocalSlots:
         meanwhile. With `warmup.restart_check` and a single slot, a spare worker starts too:
         the restart check's continuation needs a process that did not save."""
         warmup = warmup or Warmup()
-        others = replace(warmup, results=False)  # the first slot writes the results
+        others = replace(warmup, preload=())  # the first slot writes the results
         workers = [SlotWorker(s, warmup if i == 0 else others) for i, s in enumerate(slots)]
         self.leases = SlotLease(workers)
         self._spare = (

@@ -248,7 +248,7 @@ def _cross_field_problems(plan: Plan) -> list[Problem]:
     if plan.pilot.variants is not None:
         from ablations.plan.variants import variant_names
 
-        known = variant_names(plan)
+        known = variant_names(plan.factors, plan.interactions)
         names = set(known)
         for i, name in enumerate(plan.pilot.variants):
             if name not in names:

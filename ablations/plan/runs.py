@@ -13,8 +13,8 @@ from ablations.plan.variants import (
     Phase,
     PlannedRun,
     Variant,
-    _name,
     run_id,
+    variant_name,
     variant_names,
 )
 from ablations.security.limits import MAX_RUNS_ENV, MAX_STEPS_ENV, process_limits
@@ -34,7 +34,7 @@ def variants(plan: Plan) -> list[Variant]:
             overrides = {name: level.value}
             out.append(
                 Variant.model_construct(
-                    name=_name(overrides),
+                    name=variant_name(overrides),
                     category=factor.category_of(level),
                     overrides=overrides,
                     params={**base, **overrides},
@@ -44,7 +44,7 @@ def variants(plan: Plan) -> list[Variant]:
         overrides = dict(interaction.set)
         out.append(
             Variant.model_construct(
-                name=_name(overrides),
+                name=variant_name(overrides),
                 category=interaction.category,
                 overrides=overrides,
                 params={**base, **overrides},
@@ -85,7 +85,7 @@ def require_caps(plan: Plan, variant_count: int | None = None) -> None:
     limits = process_limits()
     problems: list[Problem] = []
     if variant_count is None:
-        variant_count = len(variant_names(plan))
+        variant_count = len(variant_names(plan.factors, plan.interactions))
     seeds = plan.look_sizes[-1]  # a sequential design registers every seed up to its max
     count = variant_count * seeds
     own = plan.resources.max_runs

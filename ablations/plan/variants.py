@@ -14,14 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ablations.plan.experiment import Factor, Interaction
 from ablations.plan.section import Category, ParamValue, shown
-
-if TYPE_CHECKING:
-    from ablations.plan.model import Plan
 
 Phase = Literal["pilot", "main"]
 
@@ -87,15 +85,17 @@ class PlannedRun(BaseModel):
         return self.steps - self.start_step
 
 
-def _name(overrides: dict[str, ParamValue]) -> str:
+def variant_name(overrides: dict[str, ParamValue]) -> str:
+    """A variant's name from what it sets: `lr=0.01`, `lr=0.01+width=64` (an interaction)."""
     return "+".join(f"{k}={shown(v)}" for k, v in overrides.items())
 
 
-def variant_names(plan: Plan) -> list[str]:
-    """Names of every variant of the plan (in `variants` order, without building them)."""
+def variant_names(factors: dict[str, Factor], interactions: list[Interaction]) -> list[str]:
+    """Names of every variant of a plan with these factors and interactions (in `variants`
+    order, without building them)."""
     names = [CONTROL]
-    names += [_name({n: level.value}) for n, f in plan.factors.items() for level in f.levels]
-    return names + [_name(dict(interaction.set)) for interaction in plan.interactions]
+    names += [variant_name({n: level.value}) for n, f in factors.items() for level in f.levels]
+    return names + [variant_name(dict(interaction.set)) for interaction in interactions]
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._]+")

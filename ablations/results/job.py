@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ablations.errors import WorkerLost
-from ablations.workers.messages import Failed, Job, job_error
+from ablations.workers.messages import Failed, Job, Worker, job_error
 
-if TYPE_CHECKING:
-    from ablations.workers.worker import SlotWorker
+RESULTS_PRELOAD = ("ablations.results.write",)
+"""What the worker that will write the results imports while it waits (pandas, matplotlib,
+optuna: seconds), so the step starts at once."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class ResultsJob(Job[Path]):
         process raises it as the results task's error)."""
         return Failed.of(exc, cause="infrastructure")
 
-    def send(self, worker: SlotWorker) -> Path:
+    def send(self, worker: Worker) -> Path:
         """The results step in the worker: the manifest's path; raises on failure
         (`WorkerLost`, or `JobFailed` naming what the step raised)."""
         reply = worker.call(self)

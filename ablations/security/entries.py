@@ -13,17 +13,18 @@ from pathlib import Path
 
 from ablations.errors import InputError, WorkloadError, short_repr
 
-BUILTIN_ENTRY_MODULES = frozenset(
-    {
-        "ablations.workloads.digits",
-        "ablations.workloads.charlm",
-        # The framework adapters import only the modules the plan names, and those are checked
-        # against the list too. The command adapter runs any program: never built in (an
-        # operator allows it with `--allow-entry ablations.byo.command`).
-        "ablations.byo.lightning",
-        "ablations.byo.hf",
-    }
+BUILTIN_ENTRIES = (
+    "ablations.workloads.digits:DigitsWorkload",
+    "ablations.workloads.charlm:CharLMWorkload",
+    # The framework adapters import only the modules the plan names, and those are checked
+    # against the list too. The command adapter runs any program: never built in (an
+    # operator allows it with `--allow-entry ablations.byo.command`).
+    "ablations.byo.lightning:LightningWorkload",
+    "ablations.byo.hf:TrainerWorkload",
 )
+"""The workloads this package ships, as a plan names them (`module:attr`, the names users
+write: tests/test_import_cycles.py checks that each resolves)."""
+BUILTIN_ENTRY_MODULES = frozenset(entry.partition(":")[0] for entry in BUILTIN_ENTRIES)
 """The workloads this package ships (extend `builtin_entry_modules` with new ones)."""
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from ablations.errors import WorkerLost, WorkloadError
 from ablations.files.names import PREFLIGHT_LOG, run_log_name
@@ -22,11 +21,8 @@ from ablations.preflight.across import PreflightStart, PreflightWorker
 from ablations.preflight.verdict import Continuation
 from ablations.run.records import PreflightReport, RunError, RunRecord, RunSpec, Stop
 from ablations.text.say import say
-from ablations.workers.messages import Done, Failed, Job, job_error
+from ablations.workers.messages import Done, Failed, Job, Worker, job_error
 from ablations.workers.probe_point import ProbePoint
-
-if TYPE_CHECKING:
-    from ablations.workers.worker import SlotWorker
 
 
 def run_spec(spec: RunSpec) -> RunRecord:
@@ -143,7 +139,7 @@ class RunJob(Job[RunRecord]):
     def log_name(self) -> str:
         return run_log_name(self.spec.run_id)
 
-    def send(self, worker: SlotWorker) -> RunRecord:
+    def send(self, worker: Worker) -> RunRecord:
         """The run on the worker's slot. A worker that dies under it (not the workload
         raising: that is a record) is replaced, and the run retried once from its last
         committed checkpoint; a second death yields a `failed` record that a rerun retries,
@@ -167,7 +163,7 @@ class RunJob(Job[RunRecord]):
             worker.close()
         return record.model_copy(update={"slot": slot.name})
 
-    def _lost(self, worker: SlotWorker, started: float) -> RunRecord:
+    def _lost(self, worker: Worker, started: float) -> RunRecord:
         code = worker.reap()
         return RunRecord.failed(
             self.spec,
@@ -198,7 +194,7 @@ class PreflightJob(Job[PreflightReport]):
         and the parent reports a worker lost in preflight."""
         raise exc
 
-    def send(self, worker: SlotWorker) -> PreflightReport:
+    def send(self, worker: Worker) -> PreflightReport:
         """The data and restart checks, wholly on the worker's device."""
         reply = worker.call(replace(self, spec=worker.here(self.spec)))
         if reply is None:
@@ -225,7 +221,7 @@ class PreflightStartJob(Job[PreflightStart]):
         """As `PreflightJob`'s: a preflight reports its own errors."""
         raise exc
 
-    def send(self, worker: SlotWorker) -> PreflightStart:
+    def send(self, worker: Worker) -> PreflightStart:
         """The data check and the restart check's reference half on the worker's device."""
         reply = worker.call(replace(self, spec=worker.here(self.spec)))
         if reply is None:
@@ -234,7 +230,7 @@ class PreflightStartJob(Job[PreflightStart]):
         return PreflightStart.model_validate_json(reply.body)
 
 
-def _died_in_preflight(worker: SlotWorker) -> PreflightStart:
+def _died_in_preflight(worker: Worker) -> PreflightStart:
     message = f"the worker process of slot {worker.slot.name} died during preflight"
     return PreflightStart(error=RunError(type="WorkerCrashed", message=message))
 
@@ -252,7 +248,7 @@ class ContinueJob(Job[Continuation]):
     def run(self) -> Continuation:
         return continue_check(self.spec, self.until)
 
-    def send(self, worker: SlotWorker) -> Continuation:
+    def send(self, worker: Worker) -> Continuation:
         """The continuation in the worker; raises when it could not run (`WorkerLost`, or the
         continuation's error as `JobFailed` or `WorkloadFailed`: the checking side reports a
         failed reload)."""
@@ -279,7 +275,7 @@ class ProbeJob(Job[tuple[list[ProbePoint], str]]):
         points, name = result
         return json.dumps({"points": [p.model_dump(mode="json") for p in points], "name": name})
 
-    def send(self, worker: SlotWorker) -> tuple[list[ProbePoint], str]:
+    def send(self, worker: Worker) -> tuple[list[ProbePoint], str]:
         """The sweep on the worker's slot: its points and the device's name. A worker that
         dies (the OS killed it for memory, a CUDA fault) yields one failed point; an error
         (e.g. the workload's `probe_groups` raised) is raised, for the CLI to report."""
@@ -300,7 +296,7 @@ class ProbeJob(Job[tuple[list[ProbePoint], str]]):
 class PreflightOnSlot:
     """A slot's worker as the preflight asks for it (`PreflightWorker`): its two jobs."""
 
-    worker: SlotWorker
+    worker: Worker
 
     def preflight_start(self, spec: RunSpec, expected: dict[str, int] | None) -> PreflightStart:
         return self.worker.do(PreflightStartJob(spec, expected))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -25,12 +25,27 @@ from ablations.errors import (
     Problem,
     WorkloadFailed,
 )
-from ablations.run.records import FailureCause
-
-if TYPE_CHECKING:
-    from ablations.workers.worker import SlotWorker
+from ablations.run.records import FailureCause, RunSpec
+from ablations.slots.devices import SlotSpec
 
 R = TypeVar("R")
+
+
+class Worker(Protocol):
+    """What a job's `send` may ask of the worker it is sent to (`SlotWorker` is one: its
+    conformance line is in worker.py). A protocol, so the messages know no worker."""
+
+    slot: SlotSpec
+
+    def do(self, job: Job[R]) -> R: ...
+
+    def here(self, spec: RunSpec) -> RunSpec: ...
+
+    def call(self, job: Job[Any]) -> Reply | None: ...
+
+    def reap(self) -> int | None: ...
+
+    def close(self, *, wait: bool = True) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -47,7 +62,7 @@ class Job(ABC, Generic[R]):
 
     In the worker process `run()` does it, importing what it needs there, so a worker imports
     nothing of a kind it never receives; `dump` makes the result `Done`'s text, `failure` what
-    `run` raised a `Failed`. In the campaign process `send(worker)` (what `SlotWorker.do`
+    `run` raised a `Failed`. In the campaign process `send(worker)` (what `Worker.do`
     calls) passes it to the worker and makes its result of the reply."""
 
     @abstractmethod
@@ -71,7 +86,7 @@ class Job(ABC, Generic[R]):
         return None
 
     @abstractmethod
-    def send(self, worker: SlotWorker) -> R:
+    def send(self, worker: Worker) -> R:
         """In the campaign process: the result from `worker`, made of its reply (`Done`,
         `Failed`, or none when the worker died under the job)."""
 

@@ -38,7 +38,7 @@ from ablations.process.preemption import TERMINATE, listen_for_sigterm
 from ablations.run.records import RunSpec
 from ablations.slots.devices import SlotSpec
 from ablations.training.warmup import preload_for_training, prepare_torch_process
-from ablations.workers.messages import Done, Finish, Job, Ready, Reply
+from ablations.workers.messages import Done, Finish, Job, Ready, Reply, Worker
 
 R = TypeVar("R")
 _POLL_SECONDS = 0.5
@@ -67,9 +67,10 @@ class Warmup:
     are imported at start, not in the first run, and a failure is reported as bad input."""
     restart_check: bool = False
     """The preflight's restart check is still to run (a single slot then starts a spare)."""
-    results: bool = False
-    """This slot writes the results at the end: it imports their libraries (pandas,
-    matplotlib, optuna: seconds) in the background while it waits for its first job."""
+    preload: tuple[str, ...] = ()
+    """Modules this slot imports in a background thread while it waits for its first job. The
+    executor names the results step's for the slot that writes them at the end (pandas,
+    matplotlib, optuna: seconds); the worker itself knows no kind of job."""
     on_terminate: bool = True
     """A SIGTERM makes the worker's run commit its step and the worker exit (the plan's
     `checkpoint.on_terminate`); off, SIGTERM kills the worker at once."""
@@ -86,7 +87,7 @@ def _serve(
     visible_devices: str,
     cpu_threads: int,
     workload_imports: tuple[tuple[str, str], ...],
-    results: bool,
+    preload: tuple[str, ...],
     parent_pid: int,
     signal_on_parent_death: bool,
     terminate_grace_seconds: float | None,
@@ -109,9 +110,9 @@ def _serve(
     exit_when_parent_goes(conn, parent_pid)
     conn.send(Ready(prepare_torch_process(visible_devices, cpu_threads, workload_imports)))
     preload_for_training()
-    if results:
-        preload = functools.partial(importlib.import_module, "ablations.results.write")
-        threading.Thread(target=preload, daemon=True).start()
+    for module in preload:
+        load = functools.partial(importlib.import_module, module)
+        threading.Thread(target=load, daemon=True).start()
     while True:
         try:
             message = conn.recv()
@@ -191,7 +192,7 @@ class SlotWorker:
                 self.slot.visible_devices,
                 self.slot.cpu_threads,
                 self.warmup.workload_imports,
-                self.warmup.results,
+                self.warmup.preload,
                 os.getpid(),
                 # The parent-death signal follows the thread that started the child: only a
                 # child spawned by this process's main thread can use it. A forked child's
@@ -336,3 +337,7 @@ class SlotWorker:
             return
         with contextlib.suppress(OSError):  # a broken pipe: it is gone already
             self._conn.send(Finish())
+
+
+def _conforms(worker: SlotWorker) -> Worker:  # the typed conformance check: mypy fails here
+    return worker

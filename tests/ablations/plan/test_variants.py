@@ -111,4 +111,4 @@ def test_variant_names_are_the_variants_names(demo_data: dict[str, Any]) -> None
     from ablations.plan.variants import variant_names
 
     plan = parse_plan(demo_data)
-    assert variant_names(plan) == [v.name for v in variants(plan)]
+    assert variant_names(plan.factors, plan.interactions) == [v.name for v in variants(plan)]

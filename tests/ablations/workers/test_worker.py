@@ -16,7 +16,7 @@ from ablations.errors import (
     WorkloadError,
     WorkloadFailed,
 )
-from ablations.results.job import ResultsJob
+from ablations.results.job import RESULTS_PRELOAD, ResultsJob
 from ablations.run.records import RunSpec
 from ablations.slots.devices import SlotSpec
 from ablations.workers.jobs import RunJob
@@ -107,7 +107,9 @@ def test_a_crashed_worker_fails_its_run_and_is_replaced(
 
 
 def test_the_results_step_runs_in_the_worker_and_reports_its_failure(tmp_path: Path) -> None:
-    worker = SlotWorker(SlotSpec(name="cpu#0", device="cpu", cpu_threads=1), Warmup(results=True))
+    worker = SlotWorker(
+        SlotSpec(name="cpu#0", device="cpu", cpu_threads=1), Warmup(preload=RESULTS_PRELOAD)
+    )
     try:
         failed = r"writing the results failed: FileNotFoundError: .*plan\.yaml"
         with pytest.raises(JobFailed, match=failed) as raised:
