@@ -16,8 +16,6 @@ import re
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import ROOT
 
 TOP = ("ablations", "flows", "tasks", "tests", "bench", "docs")
@@ -130,10 +128,5 @@ def test_the_finder_tells_a_stale_name_from_a_live_one() -> None:
     assert stale("ABLATE_FAULT") is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="#37: ARCHITECTURE.md names paths that moved (see 37-prep.md)",
-)
 def test_every_path_architecture_names_exists() -> None:
     assert stale_names(ROOT / "ARCHITECTURE.md") == []
