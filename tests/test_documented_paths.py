@@ -1,5 +1,6 @@
-"""Every path a design document names exists: ARCHITECTURE.md is the design of record, and a
-renamed module it still names misleads the next reader (#37).
+"""Every path a document names exists: ARCHITECTURE.md is the design of record, README.md and
+the pages of docs/ are what users read, and a renamed module any of them still names misleads
+the next reader (#37).
 
 A name counts when it is quoted in backticks and reads as a place in the repository:
 `flows/cli.py`, `tests/faults/`, `workers/jobs.py` (short for `ablations/workers/jobs.py`), a
@@ -130,3 +131,10 @@ def test_the_finder_tells_a_stale_name_from_a_live_one() -> None:
 
 def test_every_path_architecture_names_exists() -> None:
     assert stale_names(ROOT / "ARCHITECTURE.md") == []
+
+
+def test_every_path_the_readme_and_the_pages_name_exists() -> None:
+    """The user's documents too: a page naming a moved module sends the reader nowhere."""
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    stale_by_document = {doc.name: stale_names(doc) for doc in documents}
+    assert {name: found for name, found in stale_by_document.items() if found} == {}

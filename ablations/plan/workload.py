@@ -65,16 +65,16 @@ class WorkloadSection(Section):
     command: list[str] | None = None
     """Any program instead of an entry, e.g. `[python, train.py, --lr, "{lr}"]`: `{name}`
     is replaced by the run's parameter `name`; seed, steps, device and checkpoint folder come
-    in `ABLATE_*` environment variables and the program reports JSON lines on stdout (see the
-    README, "Any command"). A leading `python` is the interpreter running ablate."""
+    in `ABLATE_*` environment variables and the program reports JSON lines on stdout (see
+    docs/own-code.md, "Any command"). A leading `python` is the interpreter running ablate."""
     lightning: LightningSection | None = None
     """A PyTorch Lightning module and data module instead of an entry (`pip install
-    'ablate[lightning]'`; see the README, "PyTorch Lightning")."""
+    'ablate[lightning]'`; see docs/own-code.md, "PyTorch Lightning")."""
     hf_trainer: str | None = None
     """Import path `module:function` of `make_trainer(params, args) -> transformers.Trainer`
     instead of an entry: `args` are the `TrainingArguments` keywords ablate owns (steps,
     evaluation, seed, device, output folder); pass them on with your own (`pip install
-    'ablate[hf]'`; see the README, "Hugging Face Trainer")."""
+    'ablate[hf]'`; see docs/own-code.md, "Hugging Face Trainer")."""
     params: dict[str, ParamValue] = {}
     """Base parameters passed to every run; `control` and factor levels override them."""
     steps: PositiveInt = 300

@@ -16,7 +16,7 @@ Each call prints one JSON line on stdout and, for `report`, reads the campaign's
 answer from stdin; short steps are sent a few at a time and asked about once every
 `BATCH_SECONDS`, besides those the campaign must hear at once. Run without ablate (no
 `ABLATE_RUN_ID`), every call is a no-op that asks for nothing, so the same script runs bare.
-The protocol, for other languages: the README's "Any command" section.
+The protocol, for other languages: docs/own-code.md, "Any language: the protocol".
 """
 
 from __future__ import annotations

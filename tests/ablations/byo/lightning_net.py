@@ -91,7 +91,7 @@ class Sine(pl.LightningDataModule):
         self.batch_size, self.resumable = batch_size, resumable
 
     def train_dataloader(self) -> DataLoader | ResumableLoader:
-        if self.resumable:  # the project's loader, as the README's example uses it
+        if self.resumable:  # the project's loader, as docs/own-code.md's example uses it
             return ResumableLoader(self.train, batch_size=self.batch_size, shuffle=True)
         return DataLoader(self.train, batch_size=self.batch_size, shuffle=True)
 

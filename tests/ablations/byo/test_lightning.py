@@ -108,7 +108,7 @@ def test_the_module_is_told_it_trains_a_pilot_and_how_far(
 def test_a_plain_dataloader_resumes_at_its_step_with_a_fresh_shuffle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What the README states: Lightning restarts an interrupted epoch's DataLoader, so the
+    """What docs/own-code.md states: Lightning restarts an interrupted epoch's DataLoader, so the
     batches after a mid-epoch resume differ (the step, weights and optimizer do not)."""
     store = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 100})
     monkeypatch.setenv("TRAINED_LOG", str(tmp_path / "trained"))

@@ -1,9 +1,11 @@
-"""The README's command recipe: its plan validates, its placeholders are checked, and its
-PyTorch script resumes from a committed folder to the same result as straight through."""
+"""The command recipe of docs/own-code.md: its plan validates, its placeholders are checked,
+its PyTorch script resumes from a committed folder to the same result as straight through,
+and the page shows the script as it is."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,31 @@ from ablations.run.records import RunSpec
 from tests.conftest import ROOT
 
 RECIPE = ROOT / "ablations" / "recipes" / "command.yaml"
+SCRIPT = ROOT / "ablations" / "recipes" / "command" / "train.py"
+PAGE = ROOT / "docs" / "own-code.md"
+
+
+def test_the_page_shows_the_recipe_as_it_is() -> None:
+    """The page quotes the script's loop (eliding with `...`) and counts its lines of code."""
+    page = PAGE.read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```$", page, re.MULTILINE | re.DOTALL)
+    (excerpt,) = [block for block in blocks if "ablate.report(" in block]
+    script = {line.strip() for line in SCRIPT.read_text().splitlines()}
+    quoted = [line.strip() for line in excerpt.splitlines() if line.strip()]
+    assert len(quoted) > 10
+    for line in quoted:
+        assert "..." in line or line in script, (
+            f"{PAGE.name} quotes a line {SCRIPT.name} lacks: {line}"
+        )
+    code = [
+        line
+        for line in SCRIPT.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert f"`ablations/recipes/command/train.py`, {len(code)} lines of code" in page
+    for line in RECIPE.read_text().splitlines():
+        if line.lstrip().startswith("command:"):
+            assert line.strip() in page, "the page shows another command line than the recipe's"
 
 
 def test_the_recipe_validates_as_the_command_entry() -> None:

@@ -1,6 +1,15 @@
-"""The minimal user workload shown in the README runs through the driver as written."""
+"""The minimal user workload shown in docs/own-code.md runs through the driver as written.
+
+The class below is the page's snippet, kept here so the driver can import it by its entry
+(`tests.ablations.training.test_docs_workload:LinearWorkload`); the first test reads the page
+and fails when the two differ, so the page cannot drift from what runs.
+"""
 
 from __future__ import annotations
+
+import inspect
+import re
+import sys
 
 import torch
 
@@ -8,8 +17,13 @@ from ablations.preflight.data_check import check_data
 from ablations.run.workload import Evaluation, InputGroup, InputReport
 from ablations.training.driver import execute
 from tests.ablations.training.test_driver import digits_spec
+from tests.conftest import ROOT
 
-# --- README snippet (keep in sync with README.md; it adds the two imports) ----------------
+PAGE = ROOT / "docs" / "own-code.md"
+IMPORTS = "import torch\nfrom ablations.run.workload import Evaluation, InputGroup, InputReport\n"
+"""The snippet's first lines: imported at the top of this file instead."""
+
+# --- the page's snippet (docs/own-code.md, "Your own workload"), less its two imports -----
 
 
 class LinearWorkload:
@@ -49,10 +63,29 @@ class LinearWorkload:
         return []  # rows 0-383 train, 384-511 held out: disjoint by construction
 
 
-# --- end of README snippet ------------------------------------------------------------------
+# --- end of the page's snippet -------------------------------------------------------------
 
 
-def test_the_readme_workload_is_accepted() -> None:
+def page_snippet() -> str:
+    """The page's Python block that defines `LinearWorkload`."""
+    blocks = re.findall(r"^```python\n(.*?)^```$", PAGE.read_text(), re.MULTILINE | re.DOTALL)
+    found = [block for block in blocks if "class LinearWorkload" in block]
+    assert len(found) == 1, f"{PAGE.name} shows LinearWorkload {len(found)} times"
+    return str(found[0])
+
+
+def test_the_page_shows_the_workload_that_runs_here() -> None:
+    snippet = page_snippet()
+    assert snippet.startswith(IMPORTS), "the page's snippet lost its imports"
+    shown = snippet.removeprefix(IMPORTS).strip()
+    assert shown == inspect.getsource(sys.modules[__name__].LinearWorkload).strip()
+
+
+def test_the_page_names_this_test() -> None:
+    assert "tests/ablations/training/test_docs_workload.py" in PAGE.read_text()
+
+
+def test_the_docs_workload_is_accepted() -> None:
     spec = digits_spec(
         workload=f"{__name__}:LinearWorkload",
         params={"lr": 0.05},
@@ -70,7 +103,7 @@ def test_the_readme_workload_is_accepted() -> None:
     assert [e["step"] for e in record.evaluations] == [100, 200]
 
 
-def test_the_readme_workload_passes_the_data_check_with_its_counts() -> None:
+def test_the_docs_workload_passes_the_data_check_with_its_counts() -> None:
     workload = LinearWorkload.build({"lr": 0.1}, seed=0, device=torch.device("cpu"), steps=1)
     assert check_data(workload, {"train": 384, "heldout": 128}) == []
     assert [p.check for p in check_data(workload, {"train": 400})] == ["counts"]
