@@ -1,8 +1,11 @@
-"""The documentation's generated plan reference: complete, linked, and from `ablate schema`.
+"""The documentation: the generated plan reference, the README, and what the pages quote.
 
-`make docs` builds the site strictly (every link and anchor checked); these tests pin what the
-build cannot see: that the reference names every field of every plan section, and that it
-comes from what `ablate schema` prints, not from a copy.
+`make docs` builds the site strictly (every link and anchor of docs/ checked); these tests pin
+what the build cannot see: that the reference names every field of every plan section and
+comes from what `ablate schema` prints, not from a copy; that the README (outside the site)
+stays short, lists every command, and links only to pages and headings that exist; and that
+what the pages quote from the code (the output folder's names, the bench commands and their
+flags, the demo's sizing line) is what the code has.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import re
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from ablations.plan.model import Plan
-from tests.conftest import ROOT
+from tests.conftest import DEMO_PLAN, ROOT
 
 
 def _hook() -> ModuleType:
@@ -136,3 +141,14 @@ def test_the_bench_commands_the_pages_give_exist_with_their_flags() -> None:
                 text = source.read_text()
                 for flag in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", flags):
                     assert f'"{flag}"' in text, f"{command}: bench/{script} has no {flag}"
+
+
+def test_the_sizing_line_the_page_quotes_is_what_ablate_plan_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/seeds-and-looks.md quotes the demo's power line: a change to sizing shows here."""
+    from ablations.cli.ablate import main
+
+    assert main(["plan", str(DEMO_PLAN)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("power at 2x")]
+    assert f"    {line}\n" in (ROOT / "docs" / "seeds-and-looks.md").read_text()
