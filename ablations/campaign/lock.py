@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ablations.errors import FolderBusyError, InputError
+from ablations.files.atomic import FILE_MODE
 from ablations.files.names import LOCK
 
 LOCK_NAME = LOCK
@@ -53,7 +54,7 @@ def _acquire(out_dir: Path) -> int:
     # O_NOFOLLOW: a planted `.lock` symlink would have us truncate and write its target.
     flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
     try:
-        fd = os.open(out_dir / LOCK_NAME, flags, 0o644)
+        fd = os.open(out_dir / LOCK_NAME, flags, FILE_MODE)  # the folder's one mode
     except OSError as exc:
         _created.discard(out_dir)
         if exc.errno == errno.ELOOP:

@@ -3,8 +3,9 @@
 Keys are `/`-separated paths relative to the store's root (the plan's `checkpoint.store`).
 Every write is a whole object from bytes: S3 has no atomic rename and an exception inside
 `with fs.open(..., "wb")` still uploads what was buffered, so no partial object is ever
-written through a file handle. What makes a checkpoint exist is its commit record, written
-last (see `ablations.checkpoint.commit`).
+written through a file handle; a local store's objects go through the output folder's one
+atomic writer (whole, synced, with the folder's file mode). What makes a checkpoint exist is
+its commit record, written last (see `ablations.checkpoint.commit`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import errno
 import os
 import stat
 import uuid
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ablations.errors import ObjectTooLarge, StoreError, UntrustedObject
+from ablations.files.atomic import atomic_write_bytes
 from ablations.plan.infrastructure import CheckpointSection
 
 S3_TIMEOUTS = {"connect_timeout": 5, "read_timeout": 60}
@@ -74,7 +77,10 @@ class FsspecStore:
     def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
         try:
-            self.fs.pipe_file(path, data)
+            if isinstance(self.fs, LocalFileSystem):  # often inside the output folder
+                atomic_write_bytes(Path(path), data)
+            else:
+                self.fs.pipe_file(path, data)
         except Exception as exc:
             raise StoreError(f"cannot write {self.uri(key)}: {type(exc).__name__}: {exc}") from exc
 

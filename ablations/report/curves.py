@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -29,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from ablations.plan.experiment import MetricSection
 from ablations.plan.variants import CONTROL
 from ablations.report.inputs import ReportRun
-from ablations.report.plots import DPI
+from ablations.report.plots import save_figure
 
 CONTROL_COLOR = "0.35"
 VARIANT_COLOR = "tab:blue"
@@ -321,7 +320,4 @@ def plot_curves(
     figure = curves_figure(load_curves(out_dir, runs, metric.name), metric)
     if figure is None:
         return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(figure)
-    figure.savefig(path, dpi=DPI)  # the margins are set: no second, "tight" drawing pass
-    return path
+    return save_figure(figure, path, tight=False)  # the margins are set: no "tight" pass

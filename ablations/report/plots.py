@@ -6,6 +6,7 @@ report links only the plots that exist.
 
 from __future__ import annotations
 
+import io
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from matplotlib.figure import Figure
 from ablations.analysis.flips import ErrorAnalysis, per_class_frame
 from ablations.analysis.paired import Effect
 from ablations.campaign.folder import CampaignFolder
+from ablations.files.atomic import atomic_write_bytes
 from ablations.plan.experiment import MetricSection
 from ablations.report.inputs import ReportRun
 
@@ -33,10 +35,15 @@ MAX_LABELLED_PER_SLOT = 6
 DPI = 120  # readable in a markdown viewer without making the PNGs heavy
 
 
-def save_figure(figure: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def save_figure(figure: Figure, path: Path, *, tight: bool = True) -> Path:
+    """`figure` as a PNG at `path`, whole or not at all: drawn into memory first, then
+    written through the output folder's one atomic writer (its mode, its fsyncs), so a
+    drawing that fails leaves the previous file, or none, never a truncated picture.
+    `tight=False` keeps the figure's own margins (no second, "tight" drawing pass)."""
     FigureCanvasAgg(figure)
-    figure.savefig(path, dpi=DPI, bbox_inches="tight")
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=DPI, bbox_inches="tight" if tight else None)
+    atomic_write_bytes(path, png.getvalue())
     return path
 
 

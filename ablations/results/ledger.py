@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -51,6 +52,7 @@ from optuna.distributions import (
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from ablations.errors import LedgerError
+from ablations.files.atomic import FILE_MODE, fsync_folder
 from ablations.files.names import LEDGER
 from ablations.plan.runs import variants
 from ablations.plan.section import ParamValue
@@ -89,6 +91,20 @@ def _storage(url: str) -> optuna.storages.RDBStorage:
         return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
     except Exception as exc:  # SQLAlchemy raises many kinds; name the URL either way
         raise LedgerError(f"cannot open the ledger at {url!r}: {exc}") from exc
+
+
+def create_database_file(path: Path) -> None:
+    """An empty SQLite file at `path` (and its folder) unless one is there: created with the
+    output folder's file mode (`files/atomic.FILE_MODE` less the umask), as every other file of
+    the folder, where SQLite would create it 0644 whatever the umask allows. Empty is whole:
+    SQLite reads a file of no bytes as an empty database, and writes it in transactions of its
+    own (journaled and synced), so the ledger needs no temporary and rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE))
+    except FileExistsError:
+        return
+    fsync_folder(path.parent)
 
 
 def search_space(plan: Plan) -> dict[str, BaseDistribution]:
@@ -134,8 +150,8 @@ def open_ledger(
     if direction is None:
         direction = plan.metric.direction if plan is not None else "maximize"
     prefix = "sqlite:///"
-    if url.startswith(prefix):  # SQLite creates the file but not its folder
-        Path(url[len(prefix) :]).parent.mkdir(parents=True, exist_ok=True)
+    if url.startswith(prefix) and url != f"{prefix}:memory:":
+        create_database_file(Path(url[len(prefix) :]))
     storage = _storage(url)
     study = optuna.create_study(
         storage=storage, study_name=study_name, direction=direction, load_if_exists=True

@@ -52,10 +52,11 @@ def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Fo
                 study_name=str(manifest.campaign_id), storage=f"sqlite:///{copy}"
             )
             trials = study.get_trials(deepcopy=False)
-        except Exception as exc:
+        except Exception as exc:  # SQLAlchemy's message runs on with the SQL: one line
+            first = str(exc).splitlines()[0] if str(exc) else ""
             return [
                 FolderProblem(
-                    ledger_file, f"does not open with optuna: {type(exc).__name__}: {exc}"
+                    ledger_file, f"does not open with optuna: {type(exc).__name__}: {first}"
                 )
             ]
     latest = {t.user_attrs.get("run_id"): t for t in trials}  # oldest first: retries win

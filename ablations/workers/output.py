@@ -8,7 +8,8 @@ preflight), the worker's standard output and error go to that file, appended to:
 of the file descriptors, so a framework's C code, its logging handlers and the processes it
 starts are caught too. A log is for reading when something went wrong: it is not part of the
 verified record (never hashed, never written through the atomic writer, which is for files
-written whole).
+written whole), though created with the same mode as every file of the folder (`FILE_MODE`
+less the umask).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from ablations.files.atomic import FILE_MODE
+
 
 @contextlib.contextmanager
 def output_to(path: Path) -> Iterator[None]:
@@ -26,7 +29,7 @@ def output_to(path: Path) -> Iterator[None]:
     when the file cannot be opened: a log is never worth failing a run for)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
     except OSError:
         yield
         return

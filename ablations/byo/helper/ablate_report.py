@@ -116,9 +116,34 @@ def write_predictions(ids: Any, labels: Any, predicted: Any) -> None:
     rows = zip(ids, labels, predicted)  # noqa: B905 (no strict=: any Python 3 runs this)
     text = "".join(f"{int(i)},{int(y)},{int(p)}\n" for i, y, p in rows)
     text = "input_id,label,predicted\n" + text
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text)
-    partial.replace(path)  # a reader sees the whole file or none
+    _write_whole(path, text.encode("utf-8"))
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """`data` at `path`, whole or not at all, as the campaign's own atomic writer does it
+    (`ablations/files/atomic.py`: this module imports nothing of ablate, so it runs bare): a
+    new temporary beside it, synced, renamed into place, the folder synced; the file's mode a
+    plain open()'s (0o666 less the umask). A reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(tmp, flags, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    try:  # the rename lives in the folder's entry: sync it too (not possible on Windows)
+        folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
 
 
 def _send(message: dict[str, Any]) -> None:

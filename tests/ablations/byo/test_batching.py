@@ -111,3 +111,45 @@ def test_a_malformed_batch_is_refused_by_name(tmp_path: Path) -> None:
         session.report_batch([5, 5], [0.1, 0.1])
     with pytest.raises(WorkloadError, match="step 2 reported after step 3"):
         session.report_batch([2, 4], [0.1, 0.1])
+
+
+def test_the_helper_writes_predictions_whole_in_the_folders_mode(
+    helper: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's script writes its predictions file as the campaign writes its own files
+    (temporary, fsync, rename, folder fsync; a plain open()'s mode), importing nothing of
+    ablate, so a script killed mid-write leaves the old file or none."""
+    import os
+    import stat
+    import subprocess
+
+    from tests.file_modes import umask
+
+    target = tmp_path / "predictions.csv"
+    monkeypatch.setenv("ABLATE_PREDICTIONS", str(target))
+    with umask(0o002) as expected:
+        helper.write_predictions([3, 4], [0, 1], [1, 1])
+    assert target.read_text() == "input_id,label,predicted\n3,0,1\n4,1,1\n"
+    assert stat.S_IMODE(target.stat().st_mode) == expected
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    helper.write_predictions([5], [0], [0])
+    assert len(synced) == 2  # the file, then the folder holding its new name
+
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        helper.write_predictions([6], [1], [1])
+    assert target.read_text() == "input_id,label,predicted\n5,0,0\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["predictions.csv"]
+    ours = "('ablations', 'tasks', 'flows')"
+    bare = subprocess.run(
+        [sys.executable, "-c", "import ablate_report, sys; "
+         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {ours}))"],
+        env={**os.environ, "PYTHONPATH": str(HELPER_DIR)}, cwd=tmp_path, capture_output=True,
+        text=True, check=True,
+    )  # fmt: skip
+    assert bare.stdout.strip() == "[]"  # still imports nothing of the project

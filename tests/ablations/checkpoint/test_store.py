@@ -107,3 +107,33 @@ def test_run_specs_place_the_store_in_the_campaign_folder(tmp_path: Path) -> Non
     )
     spec = spec_for(plan, registration, planned_runs(plan, "h" * 64)[0])
     assert spec.checkpoint is not None and spec.checkpoint.store == f"file://{out}/checkpoints"
+
+
+def test_a_local_store_writes_whole_objects_in_the_folders_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local store is often inside the output folder (`file://checkpoints`): its objects go
+    through the folder's atomic writer, so a failed write leaves the old object or none (never
+    a truncated one, nor a temporary), with the mode every file of the folder has."""
+    import os
+    import stat
+
+    from tests.file_modes import umask
+
+    store = open_store(CheckpointSection(store=f"file://{tmp_path}/store"))
+    with umask(0o002) as expected:
+        store.put("c/r/step-00000010/model.pt", b"weights")
+    written = tmp_path / "store" / "c" / "r" / "step-00000010" / "model.pt"
+    assert stat.S_IMODE(written.stat().st_mode) == expected
+
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(StoreError, match=r"cannot write .*model.pt.*No space left"):
+        store.put("c/r/step-00000010/model.pt", b"other weights")
+    with pytest.raises(StoreError, match="No space left"):
+        store.put("c/r/step-00000010/state.pt", b"state")
+    monkeypatch.undo()
+    assert store.get("c/r/step-00000010/model.pt") == b"weights"
+    assert store.keys("c") == ["c/r/step-00000010/model.pt"]  # no state.pt, no temporary

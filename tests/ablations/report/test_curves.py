@@ -4,8 +4,12 @@ prefix joined to its main run, and 60 runs in small multiples."""
 from __future__ import annotations
 
 import math
+import os
+import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,6 +21,7 @@ from ablations.plan.variants import CONTROL, PlannedRun
 from ablations.report.curves import curves_figure, load_curves, plot_curves
 from ablations.report.inputs import ReportRun
 from ablations.run.records import RunRecord, Stop
+from tests.file_modes import UMASKS, umask
 
 METRIC = MetricSection(name="accuracy", threshold=0.5, useful_effect=0.01)
 STEPS, EVAL_EVERY = 100, 25
@@ -28,6 +33,23 @@ def loss_at(step: int, seed: int, offset: float) -> float:
 
 def value_at(step: int, seed: int, offset: float) -> float:
     return 0.6 + 0.3 * step / STEPS + 0.002 * seed + offset
+
+
+def png_that_fails_midway() -> Callable[..., None]:
+    """A stand-in for `FigureCanvasAgg.print_png` that draws the figure, as the real one does,
+    then fails after a head of the picture got out, into the file its target names or the file
+    object it is, as a full disk does."""
+
+    def print_png(canvas: FigureCanvasAgg, target: Any, **kwargs: Any) -> None:
+        FigureCanvasAgg.draw(canvas)  # a "tight" savefig's measuring pass stops in here
+        head = b"\x89PNG\r\n\x1a\n" + b"\0" * 100
+        if isinstance(target, (str, os.PathLike)):
+            Path(target).write_bytes(head)
+        else:
+            target.write(head)
+        raise OSError(28, "No space left on device")
+
+    return print_png
 
 
 def write_run(
@@ -139,6 +161,24 @@ def test_one_seed_draws_and_the_png_decodes(tmp_path: Path) -> None:
     assert path is not None
     with Image.open(path) as image:
         image.verify()
+
+
+@pytest.mark.parametrize("mask", UMASKS, ids=oct)
+def test_the_png_gets_the_folders_mode_and_a_failed_drawing_keeps_the_old_one(
+    tmp_path: Path, mask: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = [write_run(tmp_path, CONTROL, 0), write_run(tmp_path, "width=16", 0, offset=-0.02)]
+    png = tmp_path / "curves.png"
+    with umask(mask) as expected:
+        plot_curves(tmp_path, runs, METRIC, png)
+    assert stat.S_IMODE(png.stat().st_mode) == expected
+    drawn = png.read_bytes()
+
+    monkeypatch.setattr(FigureCanvasAgg, "print_png", png_that_fails_midway())
+    with pytest.raises(OSError, match="No space left"):
+        plot_curves(tmp_path, runs[:1], METRIC, png)
+    assert png.read_bytes() == drawn
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
 def test_no_metrics_draws_nothing(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from ablations.results.ledger import (
 )
 from ablations.run.records import RunRecord
 from tests.ablations.analysis.synthetic import STOP_MESSAGE, Synthetic, write_synthetic
+from tests.file_modes import UMASKS, modes, umask
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -121,6 +122,20 @@ def test_a_campaign_with_a_stopped_run_opens_from_the_manifest(
 def test_recording_twice_never_duplicates_a_trial(tmp_path: Path, campaign: Synthetic) -> None:
     record_all(tmp_path, campaign)
     study = record_all(tmp_path, campaign)  # a restarted campaign records everything again
+    assert len(study.trials) == len(campaign.runs)
+
+
+@pytest.mark.parametrize("mask", UMASKS, ids=oct)
+def test_the_ledger_file_has_the_folders_mode(
+    tmp_path: Path, campaign: Synthetic, mask: int
+) -> None:
+    """SQLite creates its file 0644 whatever the umask; the ledger is created first with the
+    mode of every other file of the folder, and kept (not replaced) when it exists."""
+    out = tmp_path / "out"
+    with umask(mask) as expected:
+        record_all(out, campaign)
+    assert modes(out) == {"ledger.db": expected}
+    study = record_all(out, campaign)  # opened again: the same file, its trials kept
     assert len(study.trials) == len(campaign.runs)
 
 

@@ -121,6 +121,18 @@ def test_an_unfinished_export_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     assert "ledger.db: missing" in lines
 
 
+def test_a_ledger_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:
+    from ablations.verify.folder import verify_folder
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"campaign_id": "x", "runs": []}))
+    (tmp_path / "ledger.db").write_bytes(b"SQLite format 3\x00"[::-1] * 64)  # reversed: garbage
+    lines = [str(p) for p in verify_folder(tmp_path).problems if str(p).startswith("ledger.db")]
+    assert lines == [
+        "ledger.db: does not open with optuna: DatabaseError: (sqlite3.DatabaseError) file is "
+        "not a database"
+    ]  # SQLAlchemy's message goes on with the SQL on further lines: not shown
+
+
 def _row(run_id: str, uri: str, continues: str | None = None) -> ManifestRun:
     """A finished run's manifest row with a checkpoint URI (what the checkpoint check reads)."""
     return ManifestRun.model_validate(
