@@ -280,6 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InfrastructureError as exc:  # the store, the ledger, a worker: not the input
         _error(f"error: {infrastructure_line(exc)}")
         return EXIT_INFRASTRUCTURE
+    except BrokenPipeError:  # the reader stopped reading (`ablate plan x | head`): not a fault
+        return _reader_gone()
     except OSError as exc:  # the machine, not the input: a full disk, a read-only folder
         if os.environ.get("ABLATE_DEBUG"):
             raise
@@ -297,6 +299,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
+EXIT_READER_GONE = 128 + 13  # what a shell reports for a writer ended by SIGPIPE
+
+
+def _reader_gone() -> int:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again, and
+    end quietly with the shell's code for a closed pipe, as `cat` or `git log` would."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_READER_GONE
+
+
 def _error(line: str) -> None:
     """The one line a command that failed ends with, on stderr, with nothing secret in it
     (`ablations.security.credentials.redact`: URLs without user info or query, keys masked)."""
@@ -312,5 +326,9 @@ def console() -> None:
     its last line (measured). Exit handlers still run, and objects freed by their last
     reference are still finalized; only cycles left at exit are not collected."""
     code = main()
+    try:
+        sys.stdout.flush()  # what is still buffered goes now, while a closed pipe can be told
+    except BrokenPipeError:
+        code = _reader_gone()
     gc.freeze()
     sys.exit(code)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -156,3 +157,21 @@ def test_plan_warns_when_the_seeds_cannot_decide_a_useful_effect(
     demo_data["seeds"] = {"start": 3, "max": 12, "looks": [3, 5, 8, 12], "expected_sd": 0.05}
     noisy = ablate("plan", str(write_plan(demo_data)))
     assert "warning: 12 seeds per variant cannot decide a useful effect" in noisy.stderr
+
+
+def test_a_reader_that_stops_reading_ends_ablate_quietly() -> None:
+    """`ablate schema | head -1`: the pipe closes while ablate writes. Not a disk fault: no
+    error line, no traceback from the final flush, the shell's code for a closed pipe."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte
+    done = subprocess.run(
+        [sys.executable, "-c", "from ablations.cli.ablate import console; console()", "schema"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    os.close(write_end)
+    assert done.stderr == ""
+    assert done.returncode == 141
