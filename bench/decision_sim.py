@@ -19,7 +19,7 @@ u unless the cell says otherwise:
   alpha for the two on the margin).
 
 A cell is (decision rule, true effects, noise). Looks [3, 5, 8, 12], alpha 0.05, the plan's
-defaults otherwise (O'Brien-Fleming-like spending, many-to-one correction with step-down,
+defaults otherwise (Haybittle-Peto-like spending, many-to-one correction with step-down,
 futility 10% from look 1). Claims are scored against the true effect, boundary claims false
 (`better` needs effect > u, `worse` < -u, `not worse` > -u, `equivalent` |effect| < u).
 
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--spending", default="obrien_fleming")
+    parser.add_argument("--spending", default=LookDesign.model_fields["spending"].default)
     parser.add_argument(
         "--correction", default="many_to_one", choices=["many_to_one", "bonferroni"]
     )
