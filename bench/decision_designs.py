@@ -19,7 +19,16 @@ the same verdict rules, so that what was rejected, and why, can be measured agai
   correlation 0.5 of equal noise, which no campaign knows);
 - futility: the predicted chance of a claim below 10% from look 1, or none.
 
-    nice .venv/bin/python bench/decision_designs.py [--campaigns 20000]
+A second table (the follow-up of issue 34: fewer seeds without stopping a variant 4x the
+useful effect from the margin) keeps the campaign's spread and correction and varies what
+decides when a variant stops: the spending shape (O'Brien-Fleming's, Haybittle-Peto's, the
+power family alpha t^r) and the futility rule (its threshold per look; the spread its
+prediction uses: the variant's own, pooled over the open variants, half of each, or a t
+prediction on n - 1 df). Its columns: correct at 2u over the five cells of `decision_sim`'s
+goal, variants at 4u not decided right (of 400 000), mean seeds per variant over the effects
+0, +-u, +-2u, +-4u for each rule, and the worst false-claim rate of the first table's cells.
+
+    nice .venv/bin/python bench/decision_designs.py [--campaigns 20000] [--table 1|2]
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ from ablations.analysis.verdicts import interval_verdicts
 from ablations.plan.sections import DecisionRule, MetricSection
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # decision_sim, beside this file
-from decision_sim import NOISES, TRUE, VARIANTS, Noise, differences
+from decision_sim import EFFECTS, HARD, NOISES, RULES, TRUE, VARIANTS, Noise, differences
 
 LOOKS = (3, 5, 8, 12)
 ALPHA = 0.05
@@ -58,7 +67,18 @@ class Design:
     spread: str
     looks: str
     variants: str
-    futility: bool
+    futility: bool | tuple[float, ...]
+    """True: 10% at every look; a tuple: the threshold at each look before the last."""
+    spending: str | float = "obrien_fleming"
+    """A shape of `spending.Spending`, or the power family's exponent r (alpha t^r)."""
+    futility_sd: str = "own"
+    """The spread futility predicts with: own, pooled, mix (half of each variance), t."""
+
+    @property
+    def thresholds(self) -> tuple[float, ...]:
+        if self.futility is True:
+            return (0.1,) * (len(LOOKS) - 1)
+        return self.futility or (0.0,) * (len(LOOKS) - 1)
 
 
 DESIGNS = (
@@ -71,6 +91,29 @@ DESIGNS = (
     Design("two-way spread", "two-way", "union", "many-to-one", True),
     Design("per-arm variances", "per-arm", "union", "many-to-one", True),
 )
+
+OWN = ("own", "union", "many-to-one")
+FOLLOW_UP = (
+    Design("OBF, futility 10% (before the follow-up)", *OWN, True),
+    Design("OBF, no futility", *OWN, False),
+    Design("OBF, 5% at look 1, then 10%", *OWN, (0.05, 0.1, 0.1)),
+    Design("OBF, 2% at look 1, then 10%", *OWN, (0.02, 0.1, 0.1)),
+    Design("OBF, 5% at look 1, then 12%", *OWN, (0.05, 0.12, 0.12)),
+    Design("OBF, futility 15%", *OWN, (0.15,) * 3),
+    Design("OBF, futility 20%", *OWN, (0.2,) * 3),
+    Design("OBF, futility 30%", *OWN, (0.3,) * 3),
+    Design("OBF, futility on a t prediction", *OWN, True, futility_sd="t"),
+    Design("OBF, futility on the pooled spread", *OWN, True, futility_sd="pooled"),
+    Design("OBF, futility on own+pooled / 2", *OWN, True, futility_sd="mix"),
+    Design("power t^3, futility 10%", *OWN, True, spending=3.0),
+    Design("power t^4, 5% at look 1, then 10%", *OWN, (0.05, 0.1, 0.1), spending=4.0),
+    Design("power t^5, futility 10%", *OWN, True, spending=5.0),
+    Design("Pocock, futility 10%", *OWN, True, spending="pocock"),
+    Design("HP 9%, futility 10% (not halved)", *OWN, True, spending="haybittle_peto"),
+    Design("HP 9%, 5% at 3 seeds (the campaign's)", *OWN, (0.05, 0.1, 0.1), "haybittle_peto"),
+    Design("HP 9%, no futility", *OWN, False, spending="haybittle_peto"),
+)
+"""What was tried in the follow-up (OBF: O'Brien-Fleming-like; HP: Haybittle-Peto-like)."""
 
 
 @cache
@@ -105,7 +148,10 @@ def errors(design: Design, remaining: int, rho: float) -> tuple[float, ...]:
     """Each look's per-comparison two-sided error."""
     if design.looks == "joint":
         return joint_errors(ALPHA / VARIANTS)
-    cumulative = family_spent("obrien_fleming", ALPHA, VARIANTS, LOOKS)
+    if isinstance(design.spending, float):
+        cumulative = tuple(ALPHA * (n / LOOKS[-1]) ** design.spending for n in LOOKS)
+    else:
+        cumulative = family_spent(design.spending, ALPHA, VARIANTS, LOOKS)  # type: ignore[arg-type]
     increments = np.diff((0.0, *cumulative))
     if design.variants == "bonferroni":
         return tuple(float(i) / VARIANTS for i in increments)
@@ -203,9 +249,9 @@ def run(design: Design, rule: DecisionRule, d: np.ndarray) -> tuple[np.ndarray, 
             half = special.stdtrit(df, 1 - here[:, None] / 2) * sd / math.sqrt(n)
             codes = interval_verdicts(mean - half, mean + half, metric)
             decided = (codes > 0) | final
-            if design.futility and not final:  # the campaign's own rule, 10% from look 1
-                chance = claim_chance(mean, sd, n, SHAPE, 1 - last[:, None], metric)
-                decided |= (codes == 0) & (chance < 0.1)
+            if design.futility and not final:  # the campaign's rule, at this look's threshold
+                chance = futility_chance(design, mean, sd, n, 1 - last[:, None], metric)
+                decided |= (codes == 0) & (chance < design.thresholds[k])
             for j, col in enumerate(cols):
                 done = rows[decided[:, j]]
                 verdict[done, col] = codes[decided[:, j], j]
@@ -214,6 +260,37 @@ def run(design: Design, rule: DecisionRule, d: np.ndarray) -> tuple[np.ndarray, 
                 claims[rows] += decided[:, j] & (codes[:, j] > 0)
         claimed += claims
     return verdict, seeds
+
+
+def futility_chance(
+    design: Design,
+    mean: np.ndarray,
+    sd: np.ndarray,
+    n: int,
+    last_level: np.ndarray,
+    metric: MetricSection,
+) -> np.ndarray:
+    """The campaign's predicted chance of a claim (`claim_chance`), on the spread
+    `design.futility_sd` names; `t`: the same prediction with Student's t on n - 1 df."""
+    var = sd**2
+    pooled = np.nanmean(var, axis=1, keepdims=True) * np.ones_like(var)
+    if design.futility_sd == "pooled":
+        sd = np.sqrt(pooled)
+    elif design.futility_sd == "mix":
+        sd = np.sqrt((var + pooled) / 2.0)
+    if design.futility_sd != "t":
+        return claim_chance(mean, sd, n, SHAPE, last_level, metric)
+    big_n, u = LOOKS[-1], metric.useful_effect
+    half = special.stdtrit(big_n - 1, 0.5 + last_level / 2.0) * sd / math.sqrt(big_n)
+    spread = sd * math.sqrt((big_n - n) / (big_n * n))
+
+    def above(x: np.ndarray | float) -> np.ndarray:
+        return np.asarray(special.stdtr(n - 1, (mean - x) / spread))
+
+    chance = above(u + half) + 1.0 - above(-u - half)
+    if metric.decision_rule == "non_inferiority":
+        return chance + above(-u + half) - above(u + half)
+    return chance + np.where(half < u, above(-u + half) - above(u - half), 0.0)
 
 
 def false_rate(verdict: np.ndarray, effects: tuple[float, ...]) -> float:
@@ -225,23 +302,72 @@ def false_rate(verdict: np.ndarray, effects: tuple[float, ...]) -> float:
     return float(false.any(axis=1).mean())
 
 
+def worst_false_rate(design: Design, campaigns: int) -> tuple[float, str]:
+    """The highest false-claim rate over the margin x noise cells, and its cell."""
+    noises = {n.name: n for n in NOISES}
+    worst, where = 0.0, ""
+    for i, (rule, margin) in enumerate((("non_inferiority", -1.0), ("superiority", 1.0))):
+        for j, name in enumerate(CELLS):
+            noise: Noise = noises[name]
+            effects = noise.effects(margin) if noise.effects else (margin,) * VARIANTS
+            d = differences(np.random.default_rng([7, i, j]), campaigns, effects, noise)
+            rate = false_rate(run(design, rule, d)[0], effects)  # type: ignore[arg-type]
+            if rate > worst:
+                worst, where = rate, f"{rule} {margin:+.0f}u {name}"
+    return worst, where
+
+
+def follow_up(campaigns: int) -> None:
+    """The second table: every rule at every effect of `decision_sim.EFFECTS`, equal noise."""
+    names = ("inconclusive", "better", "worse", "not worse", "equivalent")
+    print(
+        f"{'design':<42}{'2u correct':>10}{'4u missed':>10}{'seeds sup / NI / eq':>22}"
+        f"{'x max':>7}{'worst FWER':>11}"
+    )
+    for design in FOLLOW_UP:
+        hard_right = hard_total = missed = 0
+        seeds: dict[str, float] = {}
+        for i, rule in enumerate(RULES):
+            ran_total = 0
+            for j, effect in enumerate(EFFECTS):
+                d = differences(
+                    np.random.default_rng([9, i, j]), campaigns, (effect,) * VARIANTS, NOISES[0]
+                )
+                verdict, ran = run(design, rule, d)
+                ran_total += int(ran.sum())
+                right = np.zeros(verdict.shape, dtype=bool)
+                for code in range(1, 5):
+                    right |= (verdict == code) & TRUE[names[code]](effect)
+                if effect in HARD[rule]:
+                    hard_right += int(right.sum())
+                    hard_total += right.size
+                if abs(effect) == 4.0:
+                    missed += int((~right).sum())
+            seeds[rule] = ran_total / (campaigns * VARIANTS * len(EFFECTS))
+        worst, _ = worst_false_rate(design, campaigns)
+        ratio = max(seeds.values()) / LOOKS[-1]
+        print(
+            f"{design.name:<42}{hard_right / hard_total:>10.1%}{missed:>10}"
+            f"{' / '.join(f'{seeds[r]:.2f}' for r in RULES):>22}{ratio:>7.3f}{worst:>10.2%}",
+            flush=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=20_000)
+    parser.add_argument("--table", choices=["1", "2", "both"], default="both")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    noises = {n.name: n for n in NOISES}
+    if args.table in ("2", "both"):
+        follow_up(args.campaigns)
+        print()
+    if args.table == "2":
+        print(f"\n{time.perf_counter() - start:.0f} s, {args.campaigns} campaigns per cell")
+        return 0
     print(f"{'design':<36}{'worst FWER':>11}  {'in cell':<34}{'2u correct':>10}{'seeds':>7}")
     for design in DESIGNS:
-        worst, where = 0.0, ""
-        for i, (rule, margin) in enumerate((("non_inferiority", -1.0), ("superiority", 1.0))):
-            for j, name in enumerate(CELLS):
-                noise: Noise = noises[name]
-                effects = noise.effects(margin) if noise.effects else (margin,) * VARIANTS
-                d = differences(np.random.default_rng([7, i, j]), args.campaigns, effects, noise)
-                rate = false_rate(run(design, rule, d)[0], effects)  # type: ignore[arg-type]
-                if rate > worst:
-                    worst, where = rate, f"{rule} {margin:+.0f}u {name}"
+        worst, where = worst_false_rate(design, args.campaigns)
         correct, seeds = [], []
         for i, (rule, effect) in enumerate(
             (("superiority", 2.0), ("superiority", -2.0), ("non_inferiority", -2.0))

@@ -1,14 +1,14 @@
 """Sequential decisions: paired seeds added look by look, error controlled over all of them.
 
 Method, in one sentence: the family-wise alpha is spent over the looks by a spending
-function (Haybittle-Peto-like by default: a small share at each interim look), each look's share is split among the
-variants jointly from the correlation the shared control induces (many-to-one, Dunnett; a
-variant decided by a claim frees its share), and at each look an open variant's two-sided
-paired-t interval on its own spread at that share decides it when `interval_verdict` makes
-a claim (repeated confidence intervals, Jennison & Turnbull 1999); so every claim holds with
-family-wise error at most alpha across all variants and all looks. Assumed: the runs' metric
-is seed-to-seed normal (paired), independent across seeds, each configuration with a spread
-of its own.
+function (Haybittle-Peto-like by default: a small share at each interim look), each look's
+share is split among the variants jointly from the correlation the shared control induces
+(many-to-one, Dunnett; a variant decided by a claim frees its share), and at each look an
+open variant's two-sided paired-t interval on its own spread at that share decides it when
+`interval_verdict` makes a claim (repeated confidence intervals, Jennison & Turnbull 1999);
+so every claim holds with family-wise error at most alpha across all variants and all looks.
+Assumed: the runs' metric is seed-to-seed normal (paired), independent across seeds, each
+configuration with a spread of its own.
 
 Why this method (`bench/decision_sim.py` measures each choice; `pooling` and `spending` say
 more):

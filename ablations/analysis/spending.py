@@ -14,14 +14,14 @@ four shapes:
 - `equal`: the same share at every look, `alpha k / K`, whatever the seeds per look.
 - `haybittle_peto` (Haybittle 1971, Peto et al. 1976; the default): the same small share
   `HP_SHARE` of alpha at every interim look, nearly all of it kept for the last look, and
-  next to nothing at a look with fewer than `FEW_SEEDS` seeds per variant. It depends on
-  the looks' seeds, not on a fraction alone (`spent_by_look`). Why: each look's interval is a t on its
-  own spread, and a t on 2 degrees of freedom (3 seeds) needs nearly all of alpha to decide
-  anything, so alpha spent there is lost; at 5 seeds a few per cent of alpha decides effects
-  3x the useful effect from the margin, which O'Brien-Fleming's shape (0.4% of alpha by 5 of
-  12 seeds) leaves to the 8-seed look. Its last look keeps 82% of alpha (O'Brien-Fleming's
-  87%). At looks 3/5/8/12 it decides about as many variants at 2x the useful effect as
-  O'Brien-Fleming's shape, with fewer seeds (`bench/decision_designs.py`).
+  next to nothing at a look with fewer than `FEW_SEEDS` seeds per variant. It depends on the
+  looks' seeds, not on a fraction alone (`spent_by_look`). Why: each look's interval is a t
+  on its own spread, and a t on 2 degrees of freedom (3 seeds) needs nearly all of alpha to
+  decide anything, so alpha spent there is lost; at 5 seeds a few per cent of alpha decides
+  effects 3x the useful effect from the margin, which O'Brien-Fleming's shape (0.4% of alpha
+  by 5 of 12 seeds) leaves to the 8-seed look. Its last look keeps 82% of alpha
+  (O'Brien-Fleming's 87%). At looks 3/5/8/12 it decides about as many variants at 2x the
+  useful effect as O'Brien-Fleming's shape, with fewer seeds (`bench/decision_designs.py`).
 
 Each reaches exactly `alpha` at the last look and never decreases.
 

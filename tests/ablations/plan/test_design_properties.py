@@ -40,7 +40,9 @@ designs = st.fixed_dictionaries(
         "looks": looks,
         "first": values,
         "alpha": values,
-        "spending": st.one_of(st.sampled_from(["haybittle_peto", "obrien_fleming", "pocock", "equal"]), values),
+        "spending": st.one_of(
+            st.sampled_from(["haybittle_peto", "obrien_fleming", "pocock", "equal"]), values
+        ),
         "expected_sd": values,
         "unknown": values,
     },
