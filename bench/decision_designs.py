@@ -86,7 +86,7 @@ DESIGNS = (
     Design("own spread, as before", "own", "joint", "bonferroni", True),
     Design("own, union over looks", "own", "union", "bonferroni", True),
     Design("own, many-to-one, no futility", "own", "union", "many-to-one", False),
-    Design("own, many-to-one (the campaign's)", "own", "union", "many-to-one", True),
+    Design("own, many-to-one, OBF (the campaign's before)", "own", "union", "many-to-one", True),
     Design("own, oracle correlation", "own", "union", "oracle", True),
     Design("two-way spread", "two-way", "union", "many-to-one", True),
     Design("per-arm variances", "per-arm", "union", "many-to-one", True),

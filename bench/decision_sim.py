@@ -20,8 +20,9 @@ u unless the cell says otherwise:
 
 A cell is (decision rule, true effects, noise). Looks [3, 5, 8, 12], alpha 0.05, the plan's
 defaults otherwise (Haybittle-Peto-like spending, many-to-one correction with step-down,
-futility 10% from look 1). Claims are scored against the true effect, boundary claims false
-(`better` needs effect > u, `worse` < -u, `not worse` > -u, `equivalent` |effect| < u).
+futility 10% from look 1, 5% at a look of fewer than 4 seeds). Claims are scored against the
+true effect, boundary claims false (`better` needs effect > u, `worse` < -u, `not worse` >
+-u, `equivalent` |effect| < u).
 
     nice .venv/bin/python bench/decision_sim.py --check       # 20 000 campaigns per cell
     nice .venv/bin/python bench/decision_sim.py --futility-table  # the futility trade-off
