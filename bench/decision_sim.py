@@ -242,7 +242,7 @@ def futility_table(args: argparse.Namespace) -> int:
             if best is None or per_seed > best[0]:
                 best = (per_seed, threshold, from_look)
     assert best is not None
-    print(f"\nmost power at 2u per seed: threshold {best[1]}, from look {best[2]}")
+    print(f"\nmost power at 2u per seed: threshold {best[1]}, from look {best[2]} ({best[0]:.4f})")
     return 0
 
 

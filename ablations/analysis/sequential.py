@@ -26,7 +26,8 @@ more):
   `LookDesign.futility_from`, an open variant stops when its chance of any claim by the last
   look, predicted from its mean and spread so far, is below `LookDesign.futility`; it ends
   `inconclusive` with the seeds it would need. Its threshold and first look were chosen by
-  simulation for the most power at twice the useful effect per seed spent. At a look with
+  simulation: 10% and 20% from look 1 tie on power at twice the useful effect per seed
+  spent, and 10% keeps 4 points more of that power. At a look with
   fewer than `FEW_SEEDS` seeds the threshold is halved (`FEW_SEEDS_FUTILITY`): a spread on
   2 degrees of freedom can make a variant 4x the useful effect from the margin look like
   one on it (about 1 in a million such variants was stopped at 3 seeds with 10%; 0 in 8
