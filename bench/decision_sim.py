@@ -19,9 +19,10 @@ u unless the cell says otherwise:
   alpha for the two on the margin).
 
 A cell is (decision rule, true effects, noise). Looks [3, 5, 8, 12], alpha 0.05, the plan's
-defaults otherwise (O'Brien-Fleming-like spending, many-to-one correction with step-down,
-futility 10% from look 1). Claims are scored against the true effect, boundary claims false
-(`better` needs effect > u, `worse` < -u, `not worse` > -u, `equivalent` |effect| < u).
+defaults otherwise (Haybittle-Peto-like spending, many-to-one correction with step-down,
+futility 10% from look 1, 5% at a look of fewer than 4 seeds). Claims are scored against the
+true effect, boundary claims false (`better` needs effect > u, `worse` < -u, `not worse` >
+-u, `equivalent` |effect| < u).
 
     nice .venv/bin/python bench/decision_sim.py --check       # 20 000 campaigns per cell
     nice .venv/bin/python bench/decision_sim.py --futility-table  # the futility trade-off
@@ -242,7 +243,7 @@ def futility_table(args: argparse.Namespace) -> int:
             if best is None or per_seed > best[0]:
                 best = (per_seed, threshold, from_look)
     assert best is not None
-    print(f"\nmost power at 2u per seed: threshold {best[1]}, from look {best[2]}")
+    print(f"\nmost power at 2u per seed: threshold {best[1]}, from look {best[2]} ({best[0]:.4f})")
     return 0
 
 
@@ -250,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--spending", default="obrien_fleming")
+    parser.add_argument("--spending", default=LookDesign.model_fields["spending"].default)
     parser.add_argument(
         "--correction", default="many_to_one", choices=["many_to_one", "bonferroni"]
     )

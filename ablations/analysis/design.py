@@ -59,9 +59,10 @@ class LookDesign(BaseModel):
     """Cumulative seeds per variant at each look, increasing; the last is the maximum."""
     alpha: float = 0.05
     """Family-wise error rate across all variants and all looks."""
-    spending: Spending = "obrien_fleming"
-    """How alpha is spent over the looks: `obrien_fleming` (little early, most at the last
-    look), `pocock` (evenly in seeds) or `equal` (the same share at each look)."""
+    spending: Spending = "haybittle_peto"
+    """How alpha is spent over the looks: `haybittle_peto` (a small share at each interim look
+    of 4 seeds or more, the rest at the last), `obrien_fleming` (little early, most at the
+    last look), `pocock` (evenly in seeds) or `equal` (the same share at each look)."""
     comparisons: int
     """Number of variants compared with the control (m); alpha is shared among them."""
     correction: Correction = "many_to_one"
@@ -69,7 +70,8 @@ class LookDesign(BaseModel):
     control induces, with step-down; `bonferroni`: alpha / m per variant."""
     futility: float = 0.1
     """An open variant stops when its predicted chance of any claim by the last look is
-    below this (0: never)."""
+    below this (0: never); at a look with fewer than `FEW_SEEDS` seeds, below
+    `FEW_SEEDS_FUTILITY` times this (`sequential`)."""
     futility_from: int = 1
     """The first look (1-based) at which futility may stop a variant."""
 

@@ -3,18 +3,27 @@ and how one look's share is split among the variants.
 
 A spending function gives the cumulative error spent once a fraction `t` of the maximum
 seeds has run (Lan & DeMets 1983); a look may use the increment since the previous look. The
-three shapes:
+four shapes:
 
 - `obrien_fleming` (Lan-DeMets O'Brien-Fleming-like, two-sided: alpha/2 to each side):
   `4 - 4 Phi(z_{1-alpha/4} / sqrt(t))`.
   Almost nothing early, nearly all of alpha at the last look, so the last look is almost as
-  strong as a fixed design: the default, because the power at `max` is what most variants
-  need.
+  strong as a fixed design (the default before `haybittle_peto`).
 - `pocock` (Lan-DeMets Pocock-like): `alpha ln(1 + (e - 1) t)`. Spends evenly in information:
   clear effects stop earlier, at the price of a weaker last look.
 - `equal`: the same share at every look, `alpha k / K`, whatever the seeds per look.
+- `haybittle_peto` (Haybittle 1971, Peto et al. 1976; the default): the same small share
+  `HP_SHARE` of alpha at every interim look, nearly all of it kept for the last look, and
+  next to nothing at a look with fewer than `FEW_SEEDS` seeds per variant. It depends on the
+  looks' seeds, not on a fraction alone (`spent_by_look`). Why: each look's interval is a t
+  on its own spread, and a t on 2 degrees of freedom (3 seeds) needs nearly all of alpha to
+  decide anything, so alpha spent there is lost; at 5 seeds a few per cent of alpha decides
+  effects 3x the useful effect from the margin, which O'Brien-Fleming's shape (0.4% of alpha
+  by 5 of 12 seeds) leaves to the 8-seed look. Its last look keeps 82% of alpha
+  (O'Brien-Fleming's 87%). At looks 3/5/8/12 it decides about as many variants at 2x the
+  useful effect as O'Brien-Fleming's shape, with fewer seeds (`bench/decision_designs.py`).
 
-Each reaches exactly `alpha` at `t = 1` and never decreases.
+Each reaches exactly `alpha` at the last look and never decreases.
 
 Across the looks the increments add up (a union bound): the chance that any look crosses is
 at most the sum of each look's chance, and each look's paired t is exact on its own. The
@@ -32,14 +41,29 @@ with every pair at the correlation `rho` (`any_crossing`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from functools import lru_cache
 from typing import Literal
 
 from scipy import special
 
-Spending = Literal["obrien_fleming", "pocock", "equal"]
+Spending = Literal["haybittle_peto", "obrien_fleming", "pocock", "equal"]
 """How the family-wise error is spent over the looks."""
+
+FEW_SEEDS = 4
+"""A look with fewer seeds per variant than this has a t on at most 2 degrees of freedom:
+`haybittle_peto` spends next to nothing there, and futility trusts its spread less
+(`sequential.FEW_SEEDS_FUTILITY`)."""
+HP_SHARE = 0.09
+"""The share of alpha `haybittle_peto` spends at each interim look (chosen by simulation at
+looks 3/5/8/12: `bench/decision_designs.py`)."""
+HP_FEW_SHARE = 1e-6
+"""What `haybittle_peto` spends at a look with fewer than `FEW_SEEDS` seeds: next to nothing,
+not nothing, so that look's intervals stay finite (as wide as so little error makes them)."""
+HP_INTERIM_MOST = 0.3
+"""`haybittle_peto` spends at most this share of alpha before the last look: with many looks
+each interim look's share shrinks to fit."""
 
 TINY = 1e-9
 """A look's family error below this is split as Bonferroni would: that far in the tails the
@@ -48,9 +72,12 @@ integration error would exceed the error itself."""
 
 
 def spent(spending: Spending, alpha: float, fraction: float, look: int, looks: int) -> float:
-    """Cumulative error spent by `look` (0-based, of `looks`) at `fraction` of the max seeds."""
+    """Cumulative error spent by `look` (0-based, of `looks`) at `fraction` of the max seeds
+    (the shapes that are functions of the fraction; `spent_by_look` takes every shape)."""
     if fraction >= 1.0 or look == looks - 1:
         return alpha  # the last look spends whatever is left, exactly
+    if spending == "haybittle_peto":
+        raise ValueError("haybittle_peto depends on each look's seeds: use spent_by_look")
     if spending == "obrien_fleming":
         # scipy.special's normal quantile and tail (what scipy.stats.norm calls), not a copy
         z = float(special.ndtri(1.0 - alpha / 4.0))
@@ -63,6 +90,11 @@ def spent(spending: Spending, alpha: float, fraction: float, look: int, looks: i
 def spent_by_look(spending: Spending, alpha: float, looks: tuple[int, ...]) -> tuple[float, ...]:
     """Cumulative error spent at each look of `looks` (cumulative seeds, the last is the max)."""
     last = looks[-1]
+    if spending == "haybittle_peto":
+        interim = [seeds >= FEW_SEEDS for seeds in looks[:-1]]
+        share = min(HP_SHARE, HP_INTERIM_MOST / max(1, sum(interim)))
+        steps = itertools.accumulate(share if spends else HP_FEW_SHARE for spends in interim)
+        return (*(alpha * s for s in steps), alpha)
     return tuple(
         spent(spending, alpha, seeds / last, k, len(looks)) for k, seeds in enumerate(looks)
     )

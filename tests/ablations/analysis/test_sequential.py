@@ -62,6 +62,63 @@ def test_each_spending_function_has_its_known_values() -> None:
     assert spent("equal", 0.05, 0.5, 1, 4) == pytest.approx(0.025)  # look 2 of 4: half
 
 
+def test_haybittle_peto_spends_a_fixed_share_at_each_interim_look_of_four_seeds_or_more() -> None:
+    assert LookDesign(looks=LOOKS, comparisons=4).spending == "haybittle_peto"  # the default
+    cumulative = spent_by_look("haybittle_peto", 0.05, LOOKS)
+    increments = np.diff((0.0, *cumulative)) / 0.05
+    # 3 seeds (a t on 2 df): next to nothing; 5 and 8 seeds: 9% each; the last look the rest
+    assert increments == pytest.approx([1e-6, 0.09, 0.09, 0.82 - 1e-6], abs=1e-12)
+    assert cumulative[-1] == 0.05
+    assert family_spent("haybittle_peto", 0.05, 4, LOOKS) == pytest.approx(cumulative)
+    # many looks: the interim looks share at most 30% of alpha
+    many = spent_by_look("haybittle_peto", 0.05, tuple(range(2, 21)))
+    assert all(b > a for a, b in pairwise(many))
+    assert many[-2] == pytest.approx(0.05 * (0.3 + 2e-6))
+    assert spent_by_look("haybittle_peto", 0.05, (12,)) == (0.05,)
+    with pytest.raises(ValueError, match="spent_by_look"):
+        spent("haybittle_peto", 0.05, 0.5, 0, 3)
+
+
+def test_a_look_of_three_seeds_keeps_finite_intervals_and_a_halved_futility_threshold() -> None:
+    """Three seeds of a variant 4x the useful effect worse (equal noise), whose third seed met a
+    control far above its mean: its spread on 2 df makes it look like one on the margin. With
+    10% at 3 seeds it was stopped as hopeless (a predicted 9% chance of a claim); 5% there
+    keeps it, and it is decided worse later. A threshold the look does not halve would fail."""
+    design = LookDesign(looks=LOOKS, comparisons=4)
+    ni = metric("non_inferiority")
+    diffs = {
+        "a": [-2.22 * U, -2.51 * U, -2.35 * U],
+        "b": [-2.41 * U, -2.67 * U, 1.08 * U],
+        "c": [-3.00 * U, -2.94 * U, -0.98 * U],
+        "d": [-3.21 * U, -2.86 * U, -1.87 * U],
+    }
+    judged = judge_look(design, 0, ni, diffs)
+    b = judged["b"]
+    assert b.ci_low is not None and b.ci_high is not None
+    assert math.isfinite(b.ci_low) and math.isfinite(b.ci_high)
+    assert not b.decided and not b.futile
+    # its chance lies between 5% and 10%: a threshold of 20%, halved to 10%, stops it
+    stricter = judge_look(LookDesign(looks=LOOKS, comparisons=4, futility=0.2), 0, ni, diffs)
+    assert stricter["b"].futile and "stopped at look 1: 9% chance" in stricter["b"].note
+    assert not any(stricter[v].futile for v in "acd")
+
+
+def test_the_default_decides_a_clear_effect_at_five_seeds_where_obrien_fleming_waits() -> None:
+    """Why `haybittle_peto` is the default: at 5 seeds a variant 4x the useful effect worse
+    (spread 0.7x it) is already decided, where O'Brien-Fleming's 0.4% of alpha leaves it open
+    (its interval at 5 seeds would be about 3x as wide)."""
+    rng = np.random.default_rng(3)
+    noise = rng.standard_normal((4, 5))
+    noise = (noise - noise.mean(axis=1, keepdims=True)) / noise.std(axis=1, ddof=1, keepdims=True)
+    diffs = {v: list(U * (-4.0 + 0.7 * noise[i])) for i, v in enumerate("abcd")}
+    default = judge_look(LookDesign(looks=LOOKS, comparisons=4), 1, metric(), diffs)
+    obf = judge_look(
+        LookDesign(looks=LOOKS, comparisons=4, spending="obrien_fleming"), 1, metric(), diffs
+    )
+    assert all(j.verdict == "worse" and j.decided for j in default.values())
+    assert all(j.verdict == "inconclusive" and not j.decided for j in obf.values())
+
+
 def test_the_family_spends_with_one_comparisons_shape() -> None:
     family = family_spent("obrien_fleming", 0.05, 4, LOOKS)
     share = spent_by_look("obrien_fleming", 0.0125, LOOKS)
@@ -102,7 +159,7 @@ def test_bonferroni_splits_each_looks_share_evenly() -> None:
     bounds = [design.boundary(k, claimed=2, rho=0.5) for k in range(4)]
     assert [b.seeds for b in bounds] == list(LOOKS)
     assert bounds[-1].alpha_spent == pytest.approx(0.05)
-    increments = np.diff((0.0, *spent_by_look("obrien_fleming", 0.0125, LOOKS)))
+    increments = np.diff((0.0, *spent_by_look(design.spending, 0.0125, LOOKS)))
     assert [1 - b.level for b in bounds] == pytest.approx(list(increments))
     # nothing frees alpha, nothing assumes a correlation
     assert all(b.comparisons == 4 and b.rho == 0.0 for b in bounds)
@@ -116,7 +173,7 @@ def test_many_to_one_gains_from_correlation_and_from_claims() -> None:
     assert plain.level > correlated.level > freed.level  # each widens the share per variant
     assert freed.comparisons == 2 and correlated.rho == pytest.approx(0.5)
     assert design.boundary(3, rho=0.57).rho == pytest.approx(0.5)  # rounded down
-    increment = 0.05 - family_spent("obrien_fleming", 0.05, 4, LOOKS)[2]
+    increment = 0.05 - family_spent(design.spending, 0.05, 4, LOOKS)[2]
     assert 1 - freed.level == pytest.approx(many_to_one_error(2, 0.5, increment))
 
 

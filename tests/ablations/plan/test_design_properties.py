@@ -40,7 +40,9 @@ designs = st.fixed_dictionaries(
         "looks": looks,
         "first": values,
         "alpha": values,
-        "spending": st.one_of(st.sampled_from(["obrien_fleming", "pocock", "equal"]), values),
+        "spending": st.one_of(
+            st.sampled_from(["haybittle_peto", "obrien_fleming", "pocock", "equal"]), values
+        ),
         "expected_sd": values,
         "unknown": values,
     },
@@ -52,7 +54,7 @@ plausible = st.fixed_dictionaries(
         "looks": st.lists(small, max_size=6),
         "first": st.integers(min_value=-1, max_value=2**32),
         "alpha": st.sampled_from([0.0, 0.01, 0.05, 0.2, 0.5]),
-        "spending": st.sampled_from(["obrien_fleming", "pocock", "equal"]),
+        "spending": st.sampled_from(["haybittle_peto", "obrien_fleming", "pocock", "equal"]),
         "expected_sd": st.sampled_from([0.0, 0.01, -1.0]),
     },
 )
