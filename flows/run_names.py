@@ -16,7 +16,7 @@ from uuid import UUID
 
 from prefect.runtime import flow_run
 
-from ablations.campaign.admission import run_name
+from ablations.campaign.opening import run_name
 from flows.boundary import Boundary
 
 log = logging.getLogger(__name__)

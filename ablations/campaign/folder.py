@@ -3,7 +3,7 @@
     folder = CampaignFolder(Path("DIR"))
     folder.write_gate(decision)           # DIR/gate.json, atomically
     folder.records()                      # every DIR/records/<run_id>.json, as RunRecords
-    folder.manifest()                     # DIR/manifest.json as a `Manifest` (read once)
+    folder.manifest()                     # DIR/manifest.json as a `Manifest`
 
 The names of the output contract (ARCHITECTURE.md) live in `ablations.files.names`, re-exported
 here. Every write goes through a temporary file and a rename (`ablations.files.atomic`), so a
@@ -203,8 +203,8 @@ class CampaignFolder:
         return path
 
     def manifest(self) -> Manifest:
-        """manifest.json as a `Manifest`, read once per process while the file is unchanged;
-        `NotACampaignFolder` (or its `ManifestError`, naming the field) when it cannot be."""
+        """manifest.json as a `Manifest`, parsed at each call; `NotACampaignFolder` (or its
+        `ManifestError`, naming the field) when it cannot be."""
         return read_manifest(self.root)
 
     def write_text(self, name: str, text: str) -> Path:

@@ -1,7 +1,7 @@
 """manifest.json as a typed model: what the results step writes and report, verify and
 `ablate run` read.
 
-    manifest = read_manifest(Path("DIR"))    # a `Manifest`; read once while the file is unchanged
+    manifest = read_manifest(Path("DIR"))    # a `Manifest`, parsed at each call
     manifest.runs[0].status, manifest.gate.decision, manifest.files
 
 The JSON is format 2 as it always was: a run row is its planned run's fields and its record's
@@ -17,7 +17,6 @@ export that did not finish), strict about types: a malformed manifest is one
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -263,38 +262,25 @@ class Manifest(BaseModel):
         return next((r for r in self.runs if r.planned.run_id == run_id), None)
 
 
-_cache: dict[Path, tuple[tuple[int, int, int], Manifest]] = {}
-_cache_guard = threading.Lock()
-
-
 def read_manifest(out_dir: Path) -> Manifest:
-    """The folder's manifest, parsed once per process while the file is unchanged (same
-    inode, mtime and size); `NotACampaignFolder` when there is none to read, `ManifestError`
-    naming the file and the field when it is malformed."""
+    """The folder's manifest, parsed at each call (its readers read it once: `ablate report`,
+    `ablate verify`; `ablate run` is handed the one the results step wrote);
+    `NotACampaignFolder` when there is none to read, `ManifestError` naming the file and the
+    field when it is malformed."""
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
         raise NotACampaignFolder(f"{out_dir} is not a folder")
     path = (out_dir / MANIFEST).resolve()
-    try:
-        stat = path.stat()
-    except FileNotFoundError as exc:
+    if not path.is_file():
         raise NotACampaignFolder(
             f"{out_dir} has no {MANIFEST} ({path} does not exist): is it the output folder "
             "of `ablate run --out`?"
-        ) from exc
-    key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # an atomic rewrite is a new inode
-    with _cache_guard:
-        known = _cache.get(path)
-    if known is not None and known[0] == key:
-        return known[1]
-    manifest = parse_manifest(path)
-    with _cache_guard:
-        _cache[path] = (key, manifest)
-    return manifest
+        )
+    return parse_manifest(path)
 
 
 def parse_manifest(path: Path) -> Manifest:
-    """manifest.json at `path`, validated (no cache)."""
+    """manifest.json at `path`, validated."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ablations.campaign.state import Registration
+from ablations.campaign.folder import Registration
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
 from ablations.run.records import RunSpec

@@ -241,15 +241,15 @@ def _rejection(fields: dict[str, Any] | None) -> str | None:
     return None if not fields else Rejection.model_validate(fields).message
 
 
-def write_results_at(out_dir: Path) -> Path:
+def write_results_at(out_dir: Path) -> Manifest:
     """The results step in a process of its own (a slot's worker): the campaign is loaded
-    once here, then `write_results`."""
+    once here (this process's one parse of the plan), then `write_results`."""
     return write_results(Campaign.load(out_dir))
 
 
-def write_results(campaign: Campaign) -> Path:
+def write_results(campaign: Campaign) -> Manifest:
     """The results step: the ledger, runs.csv, the report, RELOAD.md and manifest.json, from
-    the completion records (read once); return the manifest's path."""
+    the completion records (read once); return the final manifest, as written."""
     import pandas as pd
 
     folder, out_dir = campaign.folder, campaign.out_dir
@@ -313,7 +313,8 @@ def write_results(campaign: Campaign) -> Path:
     manifest = manifest.model_copy(update={"decision_reached": decision_reached(inputs)})
     folder.write_text(RELOAD, reload_markdown(manifest, plan))
     manifest = manifest.model_copy(update={"files": campaign_files(out_dir)})
-    return folder.write_manifest(manifest)
+    folder.write_manifest(manifest)
+    return manifest
 
 
 def record_ledger(campaign: Campaign, records: dict[str, RunRecord]) -> None:

@@ -20,11 +20,17 @@ pytestmark = pytest.mark.slow
 
 
 def _run(tmp_path: Path, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    from ablations.campaign.folder import MANIFEST
+    from ablations.campaign.manifest import Manifest
     from flows.campaign import ablation_campaign
 
     data["checkpoint"]["store"] = f"file://{tmp_path}/ckpt"
     manifest = ablation_campaign(plan_yaml=plan_text(data), out_dir=str(tmp_path / "out"), **kwargs)
-    return json.loads(Path(manifest).read_text())
+    # the flow returns the manifest the results step wrote, not a path to read back
+    assert isinstance(manifest, Manifest)
+    written = (tmp_path / "out" / MANIFEST).read_text()
+    assert manifest.to_json() == written
+    return dict(json.loads(written))
 
 
 def test_two_cpu_slots_are_both_used_and_never_overlap(

@@ -15,11 +15,12 @@ import yaml
 from ablations.analysis.looks import Looks
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
-from ablations.campaign.folder import MANIFEST, REPORT, CampaignFolder
+from ablations.campaign.folder import REPORT, CampaignFolder
 from ablations.campaign.gate import GateDecision
 from ablations.campaign.looks import decide_look, look_runs
-from ablations.campaign.manifest import read_manifest
-from ablations.campaign.state import register, save_record
+from ablations.campaign.manifest import Manifest, read_manifest
+from ablations.campaign.opening import register
+from ablations.campaign.state import save_record
 from ablations.campaign.steps import (
     execute_registered_run,
     gate_recommendation,
@@ -67,7 +68,7 @@ class InProcess:
     def preflight(self, spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
         return PreflightReport(passed=True, seconds=0.5)
 
-    def write_results(self, campaign: Campaign) -> Path:
+    def write_results(self, campaign: Campaign) -> Manifest:
         return write_results(campaign)
 
 
@@ -123,11 +124,11 @@ def test_every_step_of_a_campaign_uses_the_plan_parsed_once(
             execute_registered_run(campaign, run.run_id, executor)
         if not decide_look(campaign, look, 1).still_open:
             break
-    path = executor.write_results(campaign)
+    manifest = executor.write_results(campaign)
 
     assert parses == {"plan": 1, "plan.yaml": 1}  # none of the steps parsed it again
-    assert path == out / MANIFEST and (out / REPORT).is_file()
-    manifest = read_manifest(out)
+    assert (out / REPORT).is_file()
+    assert manifest == read_manifest(out)  # the manifest written, handed back as it is
     assert manifest.decision_reached and manifest.files
     assert {r.status for r in manifest.runs} <= {"accepted", "unneeded"}
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ablations.campaign.campaign import Campaign
+from ablations.campaign.opening import register
 from ablations.campaign.specs import spec_for
-from ablations.campaign.state import register
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
 from ablations.run.records import RunSpec

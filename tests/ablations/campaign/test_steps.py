@@ -11,7 +11,7 @@ import yaml
 
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.folder import REFRAME_DRAFT
-from ablations.campaign.state import register
+from ablations.campaign.opening import register
 from ablations.campaign.steps import (
     execute_registered_run,
     gate_decided,

@@ -143,8 +143,9 @@ def test_a_worker_lost_mid_run_is_retried_once_from_its_last_checkpoint(
 
 def test_a_lost_run_is_not_finished_but_a_workload_failure_is(tmp_path: Path) -> None:
     from ablations.campaign.campaign import Campaign
+    from ablations.campaign.opening import register
     from ablations.campaign.progress import outcome
-    from ablations.campaign.state import register, save_record
+    from ablations.campaign.state import save_record
     from ablations.run.records import RunError, RunRecord
     from tests.flows.conftest import TINY_PLAN, plan_text
 
