@@ -55,9 +55,9 @@ def execute(
             )
         if stop is None and not session.evaluations:
             raise MissingMetric(
-                f"the training code reported no {spec.metric!r} by step {session.step}: it "
-                f"must evaluate every {spec.eval_every} steps and at the last step it trains "
-                f"({session.end}{' in this pilot, ABLATE_UNTIL' if spec.until else ''})"
+                f"the training code reported no {spec.metric.name!r} by step {session.step}: it "
+                f"must evaluate every {spec.workload.eval_every} steps and at the last step it "
+                f"trains ({session.end}{' in this pilot, ABLATE_UNTIL' if spec.until else ''})"
             )
     except NoUsableRestart as exc:
         stop = Stop(rule="restart", step=exc.step, message=exc.message)

@@ -54,7 +54,7 @@ class LinearWorkload:
 
 def test_the_readme_workload_is_accepted() -> None:
     spec = digits_spec(
-        workload=f"{__name__}:LinearWorkload",
+        entry=f"{__name__}:LinearWorkload",
         params={"lr": 0.05},
         steps=200,
         eval_every=100,
