@@ -45,7 +45,7 @@ from flows.gate_ui import ask_in_ui, decision_markdown
 from flows.live import LiveArtifacts
 from flows.pool import PoolExecutor
 from flows.run_log import run_logger
-from flows.run_names import campaign_run_name
+from flows.run_names import name_for, name_this_run
 from tasks.artifacts import markdown_artifact, table_artifact
 from tasks.campaign import open_campaign, project_campaign
 from tasks.curves import show_curves
@@ -256,7 +256,6 @@ def campaign_flow(
 
     @flow(
         name="ablation-campaign",
-        flow_run_name=campaign_run_name,
         task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]  # generic in stubs
         persist_result=False,
         log_prints=False,
@@ -295,12 +294,16 @@ def campaign_flow(
                 is presumed lost and the run is submitted again.
         """
         run_logger()  # progress lines also go to this run's logs in the UI
+        named = admission is not None  # `ablate run` named the run after the admitted plan
         try:
             # Everything a person can get wrong in the form is checked here, in the flow
             # itself: in a task it would end in Prefect's traceback instead of one line.
             # Served: the paths inside the roots and the entry allowed, before anything is
             # touched; the text bounded whether pasted or read.
             admitted_plan = admission or admitted(plan_path, plan_yaml, out_dir)
+            if not named:  # after the campaign, from the plan as parsed: no parse for a name
+                name_this_run(admitted_plan.plan.campaign.id)
+                named = True
             # One writer per folder, also for a flow run launched from a deployment (`ablate
             # run` already holds it in this process: then this is a no-op).
             with hold_folder(admitted_plan.out_dir):
@@ -308,6 +311,8 @@ def campaign_flow(
                     admitted_plan, plan_path, gate, devices, pool, heartbeat_timeout_s, opened
                 )
         except InputError as error:
+            if not named:  # the form's plan was refused: the run's name says so
+                name_this_run(name_for({"plan_yaml": plan_yaml, "plan_path": plan_path}))
             # Bad input is the person's to fix, not a crash: one line as the state message and
             # one log line, no traceback. The error rides along as the state's data, so
             # `ablate run` (which calls this flow) still raises it and exits 2.

@@ -34,9 +34,22 @@ def _run(tmp_path: Path, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
 
 
 def test_two_cpu_slots_are_both_used_and_never_overlap(
-    prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any]
+    prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from ablations.plan import io as plan_io
+
+    parses: list[str | None] = []
+    parse = plan_io.parse_plan  # every plan text is parsed through it (`plan_from_text`)
+
+    def counted(data: Any, source: str | None = None, **kwargs: Any) -> Any:
+        parses.append(source)
+        return parse(data, source, **kwargs)
+
+    monkeypatch.setattr(plan_io, "parse_plan", counted)
     manifest = _run(tmp_path, tiny_plan)
+    # A flow run from its form alone (the UI's, a work pool's) parses its plan once in its own
+    # process, its name included (the results worker parses its copy in its own)
+    assert parses == ["plan_yaml"]
     runs = [r for r in manifest["runs"] if r["status"] != "trimmed"]
     assert {r["slot"] for r in runs} == {"cpu#0", "cpu#1"}
     for slot in ("cpu#0", "cpu#1"):
