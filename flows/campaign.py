@@ -49,8 +49,8 @@ from flows.run_names import name_for, name_this_run
 from tasks.artifacts import markdown_artifact, table_artifact
 from tasks.campaign import open_campaign, project_campaign
 from tasks.curves import show_curves
-from tasks.gate import recommend_gate, record_gate, resize_after_answer
-from tasks.looks import judge_look, runs_for_look
+from tasks.gate import recommend_gate, record_gate_decision, resize_after_answer
+from tasks.looks import decide_look, look_runs
 from tasks.preflight import run_preflight
 from tasks.results import write_results
 from tasks.runs import execute_run
@@ -125,11 +125,11 @@ def _main_phase(
     unneeded = 0  # main runs no look started (trimmed ones were dropped at the gate)
     looks = len(plan.look_sizes)
     for look in range(looks):
-        runs = runs_for_look(campaign, look)
+        runs = look_runs(campaign, look)
         if not runs:
             break
         records += _run_phase(campaign, executor, runs, live, measured + records)
-        decided = judge_look(campaign, look, len(executor.slots))
+        decided = decide_look(campaign, look, len(executor.slots))
         for line in look_lines(decided, plan.metric.name):
             say(line)
         markdown_artifact(f"look-{look + 1}", look_markdown(decided))
@@ -215,7 +215,7 @@ def _phases(campaign: Campaign, gate: Literal["plan", "auto", "ui"], executor: E
     if mode == "ui" and not asked_before and recommendation.decision != "fix":
         decision = ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
         decision = resize_after_answer(campaign, decision, len(slots))
-    decision = record_gate(campaign, decision)
+    decision = record_gate_decision(campaign, decision)
     say(f"gate: {decision.decision} ({decision.source}): {decision.reason}")
     markdown_artifact("gate-decision", decision_markdown(decision, main))
     if decision.decision in ("continue", "trim"):

@@ -6,10 +6,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from ablations.budget import Projection
-from ablations.campaign import opening
+from ablations.campaign import opening, steps
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.opening import Admission
-from ablations.campaign.steps import registered_projection
 
 
 # NO_CACHE: the campaign is an in-process handle, which Prefect cannot hash into a cache key
@@ -20,7 +19,7 @@ def open_campaign(admission: Admission) -> Campaign:
     return opening.open_campaign(admission)
 
 
-@task(name="projection", cache_policy=NO_CACHE)
+@task(name="project-campaign", cache_policy=NO_CACHE)
 def project_campaign(campaign: Campaign, slots: int) -> Projection:
     """The registered projection of every run from the plan's estimates (kept as it was)."""
-    return registered_projection(campaign, slots)
+    return steps.project_campaign(campaign, slots)

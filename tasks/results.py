@@ -14,7 +14,7 @@ from tasks.artifacts import markdown_artifact
 
 
 # NO_CACHE: the executor and the campaign cannot be hashed into a cache key
-@task(name="results", cache_policy=NO_CACHE)
+@task(name="write-results", cache_policy=NO_CACHE)
 def write_results(campaign: Campaign, executor: Executor) -> Manifest:
     """Write the output folder from the completion records; return the manifest written."""
     manifest = executor.write_results(campaign)

@@ -5,12 +5,12 @@
     manifest.runs[0].status, manifest.gate.decision, manifest.files
 
 The JSON is format 2 as it always was: a run row is its planned run's fields and its record's
-side by side (a pending row only the planned fields and `status`); keys that an export writes
-only sometimes (`planned_vs_realized`, `decision_reached`, `files`, the environment's
-`data_sha256`) are left out when unset, so an exported manifest read and written again is
+side by side (a pending row only the planned fields and `status`); keys that the results step
+writes only sometimes (`planned_vs_realized`, `decision_reached`, `files`, the environment's
+`data_sha256`) are left out when unset, so a written manifest read and written again is
 the same JSON, byte for byte.
-Reading is lenient where `ablate verify` reports instead of refusing (a missing `files` is an
-export that did not finish), strict about types: a malformed manifest is one
+Reading is lenient where `ablate verify` reports instead of refusing (a missing `files` is a
+results step that did not finish), strict about types: a malformed manifest is one
 `ManifestError` naming the file and the field.
 """
 
@@ -181,7 +181,7 @@ class ManifestRun(_RowFields):
 
     @property
     def artifact_paths(self) -> dict[str, str]:
-        """Kind -> path of the files the run exported (its record left out), as the record
+        """Kind -> path of the run files the run wrote (its record left out), as the record
         names them."""
         if isinstance(self.artifacts, dict):
             return dict(self.artifacts)
@@ -203,17 +203,17 @@ PENDING_KEYS = frozenset({*PlannedRun.model_fields, "status"})
 """What a pending (or unneeded) row holds."""
 
 OMITTED_WHEN_UNSET = ("planned_vs_realized", "planned_vs_realized_markdown", "decision_reached")
-"""Keys an export writes only sometimes (with a projection; after the report)."""
+"""Keys the results step writes only sometimes (with a projection; after the report)."""
 
 
 class Manifest(BaseModel):
-    """manifest.json. Fields other than `runs` may be missing in a folder whose export did not
+    """manifest.json. Fields other than `runs` may be missing in a folder whose results step did not
     finish (`ablate verify` says which); unknown top-level keys are kept as they are."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
     manifest_format: int | None = None
-    """`MANIFEST_FORMAT` of the export that wrote it."""
+    """`MANIFEST_FORMAT` of the results step that wrote it."""
     campaign_id: str | None = None
     plan_hash: str | None = None
     """The sha256 of the registered plan's canonical JSON."""
@@ -230,11 +230,11 @@ class Manifest(BaseModel):
     checkpoint_store: CheckpointStoreRef | None = None
     verify: VerifySettings | None = None
     preflight: PreflightReport | None = None
-    """preflight.json as it was at the export; None when preflight never ran."""
+    """preflight.json as it was at the results step; None when preflight never ran."""
     gate: GateDecision | None = None
-    """gate.json as it was at the export; None when no gate was reached."""
+    """gate.json as it was at the results step; None when no gate was reached."""
     looks: list[LookRecord] = []
-    """looks.json as it was at the export: each look of the main phase and its decisions."""
+    """looks.json as it was at the results step: each look of the main phase and its decisions."""
     budget: BudgetSummary | None = None
     planned_vs_realized: PlannedVsRealized | None = None
     """The registered projection beside what happened (absent without a projection)."""
@@ -244,7 +244,7 @@ class Manifest(BaseModel):
     decision_reached: str | None = None
     """The report's decision sentence, which `ablate run` ends with."""
     files: list[FileEntry] | None = None
-    """The hashed campaign-level files; None (absent) until the export's last write."""
+    """The hashed campaign-level files; None (absent) until the results step's last write."""
 
     @model_serializer(mode="wrap")
     def _without_unset_parts(self, handler: Any) -> dict[str, Any]:
@@ -255,7 +255,7 @@ class Manifest(BaseModel):
         return data
 
     def to_json(self) -> str:
-        """The file's text (format 2, as export has always written it)."""
+        """The file's text (format 2, as the results step has always written it)."""
         return json.dumps(self.model_dump(mode="json"), indent=2)
 
     def run(self, run_id: str) -> ManifestRun | None:

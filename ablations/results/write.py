@@ -5,8 +5,8 @@ completion records exist first; then the ledger, runs.csv, the report and RELOAD
 manifest, which hashes all of them, is written last and atomically. The manifest is built
 once, from the loaded `Campaign` and the records read once; the report is built from that
 manifest in memory (as `ablate report` builds it from manifest.json), after a first
-manifest.json without the `files` list is written: a manifest without `files` is an export
-that did not finish (`ablate verify` says so).
+manifest.json without the `files` list is written: a manifest without `files` is a results
+step that did not finish (`ablate verify` says so).
 
 What is hashed: every file that is final once the manifest is written (per run: its record,
 metrics, predictions and final model; per campaign: plan.yaml, the state files, runs.csv,
@@ -78,7 +78,7 @@ STATE_FILES = (
     ("state", LOOKS),
     ("state", REFRAME_DRAFT),
 )
-"""Campaign files that are final before the export starts (absent ones are skipped)."""
+"""Campaign files that are final before the results step starts (absent ones are skipped)."""
 
 RUN_COLUMNS = [
     "run_id",

@@ -96,7 +96,7 @@ def verify_folder(
     add = found.problems.extend
     for key in REQUIRED:
         if key not in manifest.model_fields_set:
-            add([FolderProblem(MANIFEST, f"has no {key!r}: the export did not finish")])
+            add([FolderProblem(MANIFEST, f"has no {key!r}: the results step did not finish")])
     plan, plan_hash = _registered_plan(out_dir, manifest, found)
     rows = _rows(manifest, found)
     found.runs = len(rows)

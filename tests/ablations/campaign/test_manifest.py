@@ -22,7 +22,7 @@ from ablations.campaign.folder import MANIFEST, CampaignFolder
 from ablations.campaign.gate import GateDecision
 from ablations.campaign.manifest import Manifest, ManifestRun, parse_manifest, read_manifest
 from ablations.campaign.opening import register
-from ablations.campaign.steps import registered_projection
+from ablations.campaign.steps import project_campaign
 from ablations.cli import main
 from ablations.errors import ManifestError
 from ablations.plan.variants import PlannedRun
@@ -77,7 +77,7 @@ def exported(tmp_path: Path) -> Path:
     register(plan_text(TINY_PLAN), out)
     campaign = Campaign.load(out)
     folder = campaign.folder
-    registered_projection(campaign, slots=1)
+    project_campaign(campaign, slots=1)
     folder.write_preflight(PreflightReport(passed=True, seconds=1.25))
     folder.write_gate(GateDecision(decision="continue", reason="healthy", decided_at=1002.0))
     runs = campaign.runs
@@ -174,4 +174,4 @@ def test_unknown_top_level_keys_are_kept_and_missing_parts_are_verifys_findings(
     manifest = read_manifest(tmp_path)
     assert isinstance(manifest, Manifest) and manifest.model_extra == {"annotated_by": "a tool"}
     lines = [str(p) for p in verify_folder(tmp_path).problems]
-    assert "manifest.json: has no 'campaign_id': the export did not finish" in lines
+    assert "manifest.json: has no 'campaign_id': the results step did not finish" in lines
