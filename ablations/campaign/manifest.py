@@ -175,28 +175,29 @@ class ManifestRun(_RowFields):
         return PlannedRun.model_validate({k: getattr(self, k) for k in PlannedRun.model_fields})
 
     @property
-    def artifact_entries(self) -> list[FileEntry]:
-        """The hashed file entries (none in a format 1 row)."""
+    def run_file_entries(self) -> list[FileEntry]:
+        """The hashed entries of the run's files, its record's included (none in a format 1
+        row; the field keeps the format's name, `artifacts`)."""
         return self.artifacts if isinstance(self.artifacts, list) else []
 
     @property
-    def artifact_paths(self) -> dict[str, str]:
+    def run_file_paths(self) -> dict[str, str]:
         """Kind -> path of the run files the run wrote (its record left out), as the record
         names them."""
         if isinstance(self.artifacts, dict):
             return dict(self.artifacts)
         return {a.kind: a.path for a in self.artifacts if a.kind != "record"}
 
-    def artifact(self, kind: str) -> str | None:
+    def run_file(self, kind: str) -> str | None:
         """The path of the run's file of this kind (its `model`, `predictions`...), or None."""
-        return self.artifact_paths.get(kind)
+        return self.run_file_paths.get(kind)
 
     def record(self) -> RunRecord | None:
         """The run's completion record as the row holds it; None while it is pending."""
         if self.status in ("pending", "unneeded"):
             return None
         fields = {k: getattr(self, k) for k in RunRecord.model_fields if k != "artifacts"}
-        return RunRecord.model_validate({**fields, "artifacts": self.artifact_paths})
+        return RunRecord.model_validate({**fields, "artifacts": self.run_file_paths})
 
 
 PENDING_KEYS = frozenset({*PlannedRun.model_fields, "status"})

@@ -57,14 +57,14 @@ def test_a_committed_manifest_is_written_again_byte_for_byte(name: str) -> None:
         else:
             record = row.record()
             assert record is not None and record.status == row.status
-            assert record.artifacts == row.artifact_paths
+            assert record.artifacts == row.run_file_paths
 
 
 def test_a_format_1_row_names_its_files_by_kind() -> None:
     manifest = parse_manifest(FIXTURES / "manifest-format1.json")
     assert manifest.manifest_format == 1 and manifest.files is None
     row = manifest.runs[0]
-    assert row.artifact_entries == [] and row.artifact("model") == (
+    assert row.run_file_entries == [] and row.run_file("model") == (
         "models/pilot-control-s0-8c1e5ee3bd.pt"
     )
 
