@@ -41,7 +41,8 @@ import torch
 
 from ablations.byo.command import HELPER_DIR, CommandWorkload
 from ablations.byo.run import execute
-from ablations.plan.workload import COMMAND_ENTRY
+from ablations.plan.experiment import MetricSection
+from ablations.plan.workload import WorkloadSection
 from ablations.run.records import RunSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' Lightning classes
@@ -93,15 +94,19 @@ def bare(steps: int, width: int, folder: Path) -> float:
     return float(out.read_text())
 
 
+MSE = MetricSection(name="mse", direction="minimize", threshold=10.0, useful_effect=0.01)
+"""What the benchmark's runs are judged on (every run here is accepted under it)."""
+
+
 def driven(steps: int, width: int, folder: Path) -> float:
     """Seconds per step of the script under `execute` (a command run's whole path)."""
     wrapper, out = timer(folder, 0)
+    command = ["python", str(wrapper), "--lr", "{lr}", "--width", "{width}"]
     spec = RunSpec(
         run_id="bench", campaign_id="bench", plan_hash="0" * 16, variant="control",
         category="essential", phase="main", seed=0, params={"lr": 0.05, "width": width},
-        steps=steps, eval_every=50, workload=COMMAND_ENTRY,
-        command=["python", str(wrapper), "--lr", "{lr}", "--width", "{width}"], metric="mse",
-        direction="minimize", threshold=10.0, out_dir=str(folder / "out"),
+        steps=steps, workload=WorkloadSection(command=command, eval_every=50), metric=MSE,
+        out_dir=str(folder / "out"),
     )  # fmt: skip
     os.environ["OMP_NUM_THREADS"] = "1"
     record = execute(spec, CommandWorkload)
@@ -114,21 +119,20 @@ EVAL_EVERY = 50
 
 
 def spec_of(surface: str, steps: int, out: Path) -> RunSpec:
-    from ablations.plan.workload import HF_TRAINER_ENTRY, LIGHTNING_ENTRY
-
     fields: dict[str, Any] = dict(
         run_id="bench", campaign_id="bench", plan_hash="0" * 16, variant="control",
-        category="essential", phase="main", seed=0, steps=steps, eval_every=EVAL_EVERY,
-        direction="minimize", threshold=10.0, out_dir=str(out),
+        category="essential", phase="main", seed=0, steps=steps, out_dir=str(out),
     )  # fmt: skip
     if surface == "lightning":
         # `Sine` without its `predict_dataloader`: the bare fit makes no predictions either
         lightning = {"module": f"{NET}:Net", "data": f"{NET}:Unpredicted"}
-        fields.update(workload=LIGHTNING_ENTRY, lightning=lightning, metric="mse")
+        fields["workload"] = WorkloadSection(lightning=lightning, eval_every=EVAL_EVERY)
+        fields["metric"] = MSE
         fields["params"] = {"lr": 0.05, "batch_size": 32}
     else:
-        fields.update(workload=HF_TRAINER_ENTRY, hf_trainer="ablations.workloads.lora:make_trainer")
-        fields.update(metric="eval_loss")
+        trainer = "ablations.workloads.lora:make_trainer"
+        fields["workload"] = WorkloadSection(hf_trainer=trainer, eval_every=EVAL_EVERY)
+        fields["metric"] = MSE.model_copy(update={"name": "eval_loss"})
         fields["params"] = {"lr": 0.003, "lora_rank": 8, "max_seq_len": 64, "corpus_bytes": 200_000}
     return RunSpec.model_validate(fields)
 
@@ -136,7 +140,7 @@ def spec_of(surface: str, steps: int, out: Path) -> RunSpec:
 def bare_framework(spec: RunSpec) -> float:
     """The same classes or Trainer, run by the framework alone."""
     started = time.perf_counter()
-    if spec.lightning is not None:
+    if spec.workload.lightning is not None:
         import lightning.pytorch as pl
 
         from tests.ablations.byo.lightning_net import Net, Sine
@@ -145,7 +149,7 @@ def bare_framework(spec: RunSpec) -> float:
         module, data = Net(lr=0.05), Sine(batch_size=32)
         with tempfile.TemporaryDirectory() as scratch:
             trainer = pl.Trainer(
-                max_steps=spec.steps, max_epochs=-1, val_check_interval=spec.eval_every,
+                max_steps=spec.steps, max_epochs=-1, val_check_interval=spec.workload.eval_every,
                 check_val_every_n_epoch=None, num_sanity_val_steps=0, accelerator="cpu",
                 devices=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                 enable_model_summary=False, default_root_dir=scratch,
@@ -167,7 +171,7 @@ def driven_framework(spec: RunSpec) -> float:
     from ablations.byo.hf import TrainerWorkload
     from ablations.byo.lightning import LightningWorkload
 
-    workload = LightningWorkload if spec.lightning is not None else TrainerWorkload
+    workload = LightningWorkload if spec.workload.lightning is not None else TrainerWorkload
     started = time.perf_counter()
     record = execute(spec, workload)
     seconds = time.perf_counter() - started

@@ -31,7 +31,9 @@ from torch import nn
 
 from ablations.checkpoint import CheckpointManager, open_store
 from ablations.checkpoint.interval import young_daly
+from ablations.plan.experiment import MetricSection
 from ablations.plan.infrastructure import CheckpointSection
+from ablations.plan.workload import WorkloadSection
 from ablations.run.hooks import RunHistory
 from ablations.run.records import RunSpec
 
@@ -117,8 +119,10 @@ def main() -> None:
 def run(section: CheckpointSection, workload: Any, saves: int, where: str) -> None:
     spec = RunSpec(
         run_id="bench", campaign_id="bench", plan_hash="bench", variant="control",
-        category="essential", phase="main", seed=0, params={}, steps=10**6, eval_every=10**6,
-        workload="bench", metric="loss", threshold=0.0, checkpoint=section,
+        category="essential", phase="main", seed=0, params={}, steps=10**6,
+        workload=WorkloadSection(entry="bench:NotLoaded", eval_every=10**6),  # never built
+        metric=MetricSection(name="loss", threshold=0.0, useful_effect=0.01),
+        checkpoint=section,
     )  # fmt: skip
     history = RunHistory()
     workload.train_step(0).item()  # Adam's moments exist from the first step

@@ -39,6 +39,8 @@ from typing import Any
 
 import torch
 
+from ablations.plan.experiment import MetricSection
+from ablations.plan.workload import WorkloadSection
 from ablations.run.records import RunSpec
 from ablations.run.workload import Evaluation, InputGroup, InputReport, load_workload
 from ablations.training.driver import execute, seed_everything
@@ -114,13 +116,16 @@ def bare(steps: int, eval_every: int, device: torch.device) -> Trial:
 
 def spec_for(steps: int, eval_every: int, device: torch.device) -> RunSpec:
     digits = ENTRY.endswith(":DigitsWorkload")
+    metric = MetricSection(
+        name="accuracy" if digits else "val_loss",
+        direction="maximize" if digits else "minimize",
+        threshold=0.0 if digits else 100.0, useful_effect=0.01,
+    )  # fmt: skip
     return RunSpec(
         run_id="bench-s0-0000000000", campaign_id="bench", plan_hash="0" * 64,
         variant="control", category="essential", phase="main", seed=0, params=PARAMS,
-        steps=steps, eval_every=eval_every, workload=ENTRY,
-        metric="accuracy" if digits else "val_loss",
-        direction="maximize" if digits else "minimize",
-        threshold=0.0 if digits else 100.0, device=str(device),
+        steps=steps, workload=WorkloadSection(entry=ENTRY, eval_every=eval_every),
+        metric=metric, device=str(device),
     )  # fmt: skip
 
 

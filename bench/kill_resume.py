@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 
 from ablations.checkpoint.commit import COMMIT
+from ablations.plan.experiment import MetricSection
 from ablations.plan.infrastructure import CheckpointSection, Interval
+from ablations.plan.workload import WorkloadSection
 from ablations.run.records import RunRecord, RunSpec
 
 ENTRY = "ablations.workloads.charlm:CharLMWorkload"
@@ -32,8 +34,11 @@ def spec_for(args: argparse.Namespace, store: Path) -> RunSpec:
     return RunSpec(
         run_id="charlm-kill", campaign_id="bench", plan_hash="0" * 64, variant="control",
         category="essential", phase="main", seed=0, params=json.loads(args.params),
-        steps=args.steps, eval_every=args.steps, workload=ENTRY, metric="val_loss",
-        direction="minimize", threshold=100.0, device=args.device,
+        steps=args.steps, workload=WorkloadSection(entry=ENTRY, eval_every=args.steps),
+        metric=MetricSection(
+            name="val_loss", direction="minimize", threshold=100.0, useful_effect=0.01
+        ),
+        device=args.device,
         checkpoint=CheckpointSection(
             store=f"file://{store}", interval=Interval(steps=args.every), keep_last=2
         ),

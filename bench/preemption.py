@@ -24,7 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ablations.plan.experiment import MetricSection
 from ablations.plan.infrastructure import CheckpointSection, Interval
+from ablations.plan.workload import WorkloadSection
 from ablations.run.records import RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec
 from ablations.workers.jobs import RunJob
@@ -55,8 +57,9 @@ def spec(store: Path, steps: int, every: int, on_terminate: bool) -> RunSpec:
     return RunSpec(
         run_id="control-s0-bench", campaign_id="bench", plan_hash="0" * 64, variant="control",
         category="essential", phase="main", seed=0, params={"width": 32}, steps=steps,
-        eval_every=steps, workload="preemption:SignalledDigits", metric="accuracy",
-        threshold=0.0, checkpoint=section,
+        workload=WorkloadSection(entry="preemption:SignalledDigits", eval_every=steps),
+        metric=MetricSection(name="accuracy", threshold=0.0, useful_effect=0.01),
+        checkpoint=section,
     )  # fmt: skip
 
 

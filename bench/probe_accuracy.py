@@ -93,12 +93,10 @@ def direct(plan_path: Path, repeats: int) -> int:
 
     torch.set_num_threads(1)
     plan = load_plan(plan_path)
-    spec = RunSpec(
-        run_id="direct", campaign_id=plan.campaign.id, plan_hash="direct", variant="control",
-        category="essential", phase="main", seed=plan.seeds[0], params=plan.control_params,
-        steps=plan.workload.steps, eval_every=plan.workload.eval_every,
-        workload=plan.workload.entry, metric=plan.metric.name, direction=plan.metric.direction,
-        threshold=plan.metric.threshold,
+    spec = RunSpec.of(
+        plan, "direct", run_id="direct", variant="control", category="essential",
+        phase="main", seed=plan.seeds[0], params=plan.control_params,
+        steps=plan.workload.steps, checkpoint=None,
     )  # fmt: skip
     measure(spec, plan.probe.steps, "warm-up")  # the corpus read, the allocator
     probed, driven = [], []

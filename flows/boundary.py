@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ablations.campaign.admission import plan_text_of as admitted_text
+from ablations.campaign.opening import Admission, admit, plan_text_of
 from ablations.errors import InputError, short_repr
-from ablations.plan.io import plan_from_text
+from ablations.plan.model import Plan
 from ablations.security.entries import require_allowed_entry, require_allowed_store
 
 ROOTS_ENV = "ABLATE_SERVE_ROOTS"
@@ -77,22 +77,31 @@ class Boundary:
                 f"({roots}); its operator sets them with `ablate serve --root DIR`"
             )
 
+    def vet(self, plan: Plan) -> None:
+        """`InputError` unless the plan's workload modules are allowed and its checkpoint
+        store is inside the output folder, a root or allowed (`admit` calls it right after
+        the parse, before any of the user's files is read)."""
+        for entry in plan.workload.imported:
+            require_allowed_entry(entry, self.entries)
+        checkpoint = plan.checkpoint
+        require_allowed_store(checkpoint.store, checkpoint.endpoint_url, self.roots, self.stores)
 
-def admitted_plan_text(plan_path: str, plan_yaml: str, out_dir: str) -> str:
-    """The plan's text for a campaign flow run, once its parameters are inside the boundary
-    (when served): bounded whether pasted or read, paths under the roots, entry allowed."""
+
+def admitted_plan_text(plan_path: str, plan_yaml: str, out_dir: str) -> tuple[str, str]:
+    """(text, source): the plan's text for a campaign flow run, once its paths are inside the
+    boundary (when served); bounded whether pasted or read."""
     boundary = Boundary.from_env()
     if boundary is not None:
         boundary.require_inside("out_dir", out_dir)
         if plan_path and not plan_yaml:
             boundary.require_inside("plan_path", plan_path)
-    text, source = admitted_text(plan_yaml, plan_path)  # bounded; names a missing plan
-    if boundary is not None:
-        plan = plan_from_text(text, source)
-        for entry in plan.workload.imported:
-            require_allowed_entry(entry, boundary.entries)
-        checkpoint = plan.checkpoint
-        require_allowed_store(
-            checkpoint.store, checkpoint.endpoint_url, boundary.roots, boundary.stores
-        )
-    return text
+    return plan_text_of(plan_yaml, plan_path)  # bounded; names a missing plan
+
+
+def admitted(plan_path: str, plan_yaml: str, out_dir: str) -> Admission:
+    """A campaign flow run's plan admitted into `out_dir` (`ablations.campaign.opening.admit`):
+    when served, its paths inside the roots before anything is read, then its modules and store
+    vetted right after the one parse, before any of the user's files is read."""
+    boundary = Boundary.from_env()
+    text, source = admitted_plan_text(plan_path, plan_yaml, out_dir)
+    return admit(text, source, Path(out_dir), vet=boundary.vet if boundary else None)

@@ -1,9 +1,11 @@
-"""The campaign flow: register -> preflight -> pilot -> gate -> main -> results.
+"""The campaign flow: open (register) -> preflight -> pilot -> gate -> main -> results.
 
 It only sequences and fans out; every step is a task over one `ablations` call, and every
-step is recognized as done on restart from the output folder. Right after registration the
-flow loads the `Campaign` (plan, registration, planned runs) once and passes it to every
-task: the tasks run in this process (`ThreadPoolTaskRunner`), so none reads those again.
+step is recognized as done on restart from the output folder. The plan is parsed once, when it
+is admitted (by `ablate run` before the flow, or by the flow from its form), and the opened
+`Campaign` (plan, registration, planned runs) is passed to every task: the tasks run in this
+process (`ThreadPoolTaskRunner`), so none reads those again. The results step returns the
+manifest it wrote, which the flow returns.
 """
 
 # No `from __future__ import annotations` here: Prefect builds the deployment's parameter
@@ -20,15 +22,14 @@ from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from ablations.campaign.admission import admit, one_line
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import REPORT
 from ablations.campaign.live import LiveCampaign
 from ablations.campaign.lock import hold_folder
+from ablations.campaign.opening import Admission, one_line
 from ablations.campaign.progress import look_lines, look_markdown, outcome, record_rows
 from ablations.campaign.scheduling import longest_first
-from ablations.campaign.state import remove_leftover_temporaries
 from ablations.campaign.steps import gate_decided
 from ablations.errors import InputError
 from ablations.local.executor import LocalSlots, local_slots_for, warmup_for
@@ -39,18 +40,18 @@ from ablations.results.summary import decision_sentence, final_rows
 from ablations.run.records import RunRecord
 from ablations.security.credentials import redact
 from ablations.text.say import say
-from flows.boundary import admitted_plan_text
+from flows.boundary import admitted
 from flows.gate_ui import ask_in_ui, decision_markdown
 from flows.live import LiveArtifacts
 from flows.pool import PoolExecutor
 from flows.run_log import run_logger
-from flows.run_names import campaign_run_name
+from flows.run_names import name_for, name_this_run
 from tasks.artifacts import markdown_artifact, table_artifact
+from tasks.campaign import open_campaign, project_campaign
 from tasks.curves import show_curves
-from tasks.gate import recommend_gate, record_gate, resize_after_answer
-from tasks.looks import judge_look, runs_for_look
+from tasks.gate import recommend_gate, record_gate_decision, resize_after_answer
+from tasks.looks import decide_look, look_runs
 from tasks.preflight import run_preflight
-from tasks.register import project_campaign, register_campaign
 from tasks.results import write_results
 from tasks.runs import execute_run
 
@@ -124,11 +125,11 @@ def _main_phase(
     unneeded = 0  # main runs no look started (trimmed ones were dropped at the gate)
     looks = len(plan.look_sizes)
     for look in range(looks):
-        runs = runs_for_look(campaign, look)
+        runs = look_runs(campaign, look)
         if not runs:
             break
         records += _run_phase(campaign, executor, runs, live, measured + records)
-        decided = judge_look(campaign, look, len(executor.slots))
+        decided = decide_look(campaign, look, len(executor.slots))
         for line in look_lines(decided, plan.metric.name):
             say(line)
         markdown_artifact(f"look-{look + 1}", look_markdown(decided))
@@ -160,31 +161,23 @@ def open_executor(
 
 
 def _campaign(
+    admission: Admission,
     plan_path: str,
-    plan_yaml: str,
-    out_dir: str,
     gate: Literal["plan", "auto", "ui"],
     devices: str,
     pool: str,
     heartbeat_timeout_s: float,
     opened: Executor | None,
 ) -> State:
-    """The campaign flow's body, run while the flow holds the output folder's lock;
-    `plan_yaml` is the admitted plan text (`flows.boundary.admitted_plan_text`)."""
-    # Everything a person can get wrong in the form is checked here, in the flow itself: in a
-    # task it would end in Prefect's traceback instead of one line.
-    admit(plan_yaml, plan_path or "plan_yaml", Path(out_dir))
-    registration = register_campaign(plan_yaml, out_dir, plan_path or "inline plan")
-    registered = Path(registration.out_dir)  # absolute
-    # Only now, in a folder registered to this campaign: an interrupted run's, never trusted.
-    remove_leftover_temporaries(registered)
-    # Loaded once: every task below gets this campaign (plan, registration, runs).
-    campaign = Campaign.load(registered)
+    """The campaign flow's body, run while the flow holds the output folder's lock."""
+    # Registered and loaded from the admitted plan: every task below gets this campaign
+    # (plan, registration, runs), and nothing parses the plan again.
+    campaign = open_campaign(admission)
     with (
         nullcontext(opened)
         if opened is not None
         else open_executor(
-            campaign.plan, str(registered), plan_path, devices, pool, heartbeat_timeout_s
+            campaign.plan, str(campaign.out_dir), plan_path, devices, pool, heartbeat_timeout_s
         )
     ) as executor:
         return _phases(campaign, gate, executor)
@@ -222,7 +215,7 @@ def _phases(campaign: Campaign, gate: Literal["plan", "auto", "ui"], executor: E
     if mode == "ui" and not asked_before and recommendation.decision != "fix":
         decision = ask_in_ui(recommendation, main, int(plan.gate.timeout_minutes * 60))
         decision = resize_after_answer(campaign, decision, len(slots))
-    decision = record_gate(campaign, decision)
+    decision = record_gate_decision(campaign, decision)
     say(f"gate: {decision.decision} ({decision.source}): {decision.reason}")
     markdown_artifact("gate-decision", decision_markdown(decision, main))
     if decision.decision in ("continue", "trim"):
@@ -237,8 +230,7 @@ def _phases(campaign: Campaign, gate: Literal["plan", "auto", "ui"], executor: E
         live.drop(r.run_id for r in main)
     if pilot_curves is not None:
         pilot_curves.wait()
-    manifest_path = write_results(campaign, executor)  # while the executor's slots are open
-    manifest = campaign.folder.manifest()  # written by the results step (maybe elsewhere)
+    manifest = write_results(campaign, executor)  # while the executor's slots are open
     table_artifact(
         "final-runs",
         final_rows(manifest, plan.metric.name),
@@ -249,17 +241,21 @@ def _phases(campaign: Campaign, gate: Literal["plan", "auto", "ui"], executor: E
     # The sentence is also the flow run's state message: the run page shows it, and the
     # "campaign finished" automation (`ablate notify`) sends it, as plain text (a chat or a
     # mail shows markdown's marks as they are) with nothing secret in it.
-    return Completed(message=redact(decided), data=manifest_path)
+    return Completed(message=redact(decided), data=manifest)
 
 
-def campaign_flow(opened: Executor | None = None) -> Flow[..., State]:
-    """The campaign flow. With `opened`, its runs go to that executor (`ablate run` opens its
-    slots before Prefect's server is up, so their imports overlap the server's start);
-    without, the flow opens its own from its parameters (a flow run from the UI)."""
+def campaign_flow(
+    opened: Executor | None = None, admission: Admission | None = None
+) -> Flow[..., State]:
+    """The campaign flow; it returns the `Manifest` the results step wrote. With `opened`, its
+    runs go to that executor (`ablate run` opens its slots before Prefect's server is up, so
+    their imports overlap the server's start); without, the flow opens its own from its
+    parameters (a flow run from the UI). With `admission` (`ablate run` admitted the plan
+    before it started anything), the flow takes it as it is; without, it admits the plan of
+    its form itself."""
 
     @flow(
         name="ablation-campaign",
-        flow_run_name=campaign_run_name,
         task_runner=ThreadPoolTaskRunner(max_workers=16),  # type: ignore[arg-type]  # generic in stubs
         persist_result=False,
         log_prints=False,
@@ -298,17 +294,25 @@ def campaign_flow(opened: Executor | None = None) -> Flow[..., State]:
                 is presumed lost and the run is submitted again.
         """
         run_logger()  # progress lines also go to this run's logs in the UI
+        named = admission is not None  # `ablate run` named the run after the admitted plan
         try:
+            # Everything a person can get wrong in the form is checked here, in the flow
+            # itself: in a task it would end in Prefect's traceback instead of one line.
             # Served: the paths inside the roots and the entry allowed, before anything is
             # touched; the text bounded whether pasted or read.
-            text = admitted_plan_text(plan_path, plan_yaml, out_dir)
+            admitted_plan = admission or admitted(plan_path, plan_yaml, out_dir)
+            if not named:  # after the campaign, from the plan as parsed: no parse for a name
+                name_this_run(admitted_plan.plan.campaign.id)
+                named = True
             # One writer per folder, also for a flow run launched from a deployment (`ablate
             # run` already holds it in this process: then this is a no-op).
-            with hold_folder(Path(out_dir)):
+            with hold_folder(admitted_plan.out_dir):
                 return _campaign(
-                    plan_path, text, out_dir, gate, devices, pool, heartbeat_timeout_s, opened
+                    admitted_plan, plan_path, gate, devices, pool, heartbeat_timeout_s, opened
                 )
         except InputError as error:
+            if not named:  # the form's plan was refused: the run's name says so
+                name_this_run(name_for({"plan_yaml": plan_yaml, "plan_path": plan_path}))
             # Bad input is the person's to fix, not a crash: one line as the state message and
             # one log line, no traceback. The error rides along as the state's data, so
             # `ablate run` (which calls this flow) still raises it and exits 2.

@@ -17,15 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ablations.campaign.executor import Executor
-from ablations.campaign.folder import REFRAME_DRAFT, REPORT, CampaignFolder
+from ablations.campaign.folder import REFRAME_DRAFT, REPORT
 from ablations.campaign.lock import hold_folder
 from ablations.campaign.manifest import Manifest
-from ablations.campaign.state import existing_registration
+from ablations.campaign.opening import Admission, admit
 from ablations.cli.arguments import module_name, positive_seconds, store_url
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import CampaignInterrupted, InputError, PlanError
 from ablations.local.executor import LocalSlots, local_slots_for, warmup_for
-from ablations.plan.io import load_plan
+from ablations.plan.io import WorkloadCheck, read_plan_text
 from ablations.plan.model import Plan
 from ablations.process.preemption import TERMINATE, listen_for_sigterm
 from ablations.slots.devices import SlotSpec
@@ -126,11 +126,13 @@ def run_command(args: argparse.Namespace) -> int:
 
     quiet_prefect()
     local = args.pool is None
-    # Bad input exits 2 here, before any work starts. A local campaign's workload is
+    # Bad input exits 2 here, before any work starts: the plan is read and parsed once, a
+    # conflicting folder refused before Prefect starts. A local campaign's workload is
     # imported (and so checked) in its slot workers below: this process never loads torch.
-    plan = load_plan(args.plan, workload="find" if local else "import")
-    out_dir = (args.out or Path("runs") / plan.campaign.id).resolve()
-    existing_registration(plan, out_dir)  # a conflicting folder is refused before Prefect starts
+    text = read_plan_text(args.plan)
+    workload: WorkloadCheck = "find" if local else "import"
+    admission = admit(text, str(args.plan), args.out, workload=workload)
+    plan, out_dir = admission.plan, admission.out_dir
     pool: PoolExecutor | None = None
     slots: list[SlotSpec] = []
     if local:
@@ -151,7 +153,7 @@ def run_command(args: argparse.Namespace) -> int:
             with _executor(
                 plan, str(args.plan), out_dir, slots, pool, opened, meanwhile=_import_the_flow
             ) as executor:
-                return _run_campaign(args, plan, out_dir, executor, server)
+                return _run_campaign(args, admission, executor, server)
         except BaseException as exc:
             if server is not None:  # at once; a finished campaign stops it after Prefect's drains
                 server.stop()
@@ -237,8 +239,7 @@ def _import_the_flow() -> None:
 
 def _run_campaign(
     args: argparse.Namespace,
-    plan: Plan,
-    out_dir: Path,
+    admission: Admission,
     executor: Executor,
     server: TemporaryServer | None,
 ) -> int:
@@ -249,14 +250,17 @@ def _run_campaign(
     from flows.local_server import campaign_api
 
     quiet_run_failures(keep_lines=server is None)  # this command reports the cause
-    campaign = campaign_flow(executor).with_options(
-        task_runner=ThreadPoolTaskRunner(max_workers=len(executor.slots))  # type: ignore[arg-type]
+    out_dir = admission.out_dir
+    campaign = campaign_flow(executor, admission).with_options(
+        # named after the admitted plan: Prefect's name callback would read the plan again
+        flow_run_name=admission.plan.campaign.id,
+        task_runner=ThreadPoolTaskRunner(max_workers=len(executor.slots)),  # type: ignore[arg-type]
     )
     with campaign_api(server):
-        # The flow returns a state: its data (the manifest's path) when it completed; the
-        # error it carries (exit 2 for bad input) is raised otherwise. It runs off the main
-        # thread, so SIGTERM reaches ablate's handler, not Prefect's.
-        manifest_path = _off_the_main_thread(
+        # The flow returns a state: its data (the manifest the results step wrote) when it
+        # completed; the error it carries (exit 2 for bad input) is raised otherwise. It runs
+        # off the main thread, so SIGTERM reaches ablate's handler, not Prefect's.
+        manifest = _off_the_main_thread(
             lambda: campaign(
                 plan_path=str(args.plan),
                 out_dir=str(out_dir),
@@ -266,14 +270,13 @@ def _run_campaign(
                 heartbeat_timeout_s=args.heartbeat_timeout,
             )
         )
-    manifest = CampaignFolder(Path(cast(str, manifest_path)).parent).manifest()
     _print_outcome(manifest, out_dir)
     # A defect of the workload or data stopped the campaign before its pilot: not a success.
     fixing = manifest.gate is not None and manifest.gate.decision == "fix"
     return EXIT_INTERNAL if fixing else EXIT_OK
 
 
-def _off_the_main_thread(call: Callable[[], object]) -> str:
+def _off_the_main_thread(call: Callable[[], object]) -> Manifest:
     """Run the flow in a thread while the main thread waits, free to handle a SIGTERM at once.
     In the main thread Prefect would install its own handler, which ends the flow only once
     its running tasks return: the runs would train to their end before being told to save."""
@@ -297,7 +300,7 @@ def _off_the_main_thread(call: Callable[[], object]) -> str:
         thread.join(0.2)
     if "error" in outcome:
         raise outcome["error"]
-    return str(outcome["value"])
+    return cast(Manifest, outcome["value"])
 
 
 def _print_outcome(manifest: Manifest, out_dir: Path) -> None:

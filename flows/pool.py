@@ -29,6 +29,7 @@ from prefect.states import Crashed
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import CampaignFolder
+from ablations.campaign.manifest import Manifest
 from ablations.checkpoint import fence
 from ablations.errors import InputError, ObjectTooLarge, StoreError
 from ablations.plan.infrastructure import ResourcesSection
@@ -231,7 +232,7 @@ class PoolExecutor:
         error = RunError(type=outcome.error_type, message=outcome.problem, cause="infrastructure")
         return PreflightReport(passed=False, error=error)
 
-    def write_results(self, campaign: Campaign) -> Path:
+    def write_results(self, campaign: Campaign) -> Manifest:
         """In this process, from the campaign as loaded: the runs' records and artifacts are
         in the folder already."""
         from ablations.results.write import write_results

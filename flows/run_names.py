@@ -1,9 +1,11 @@
 """Flow run names the UI lists: the campaign id, or a name that says the input is invalid.
 
 A run launched from the UI is created by the server with a random name (`plucky-owl`). The
-flow names itself when its process starts (`flow_run_name`), seconds later; `ablate serve`
+flow names itself once it has admitted its plan (`name_this_run`, from the plan it parsed: a
+name costs no parse of its own), or after the refusal when its input is bad; `ablate serve`
 names each new run of its deployment as soon as the server has it (`RunNamer`), so the list
-and the deployment's *Next run* show the campaign id from the start.
+and the deployment's *Next run* show the campaign id from the start. `ablate run` names its
+run when it starts it, after the plan it admitted.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from uuid import UUID
 
 from prefect.runtime import flow_run
 
-from ablations.campaign.admission import run_name
+from ablations.campaign.opening import run_name
 from flows.boundary import Boundary
 
 log = logging.getLogger(__name__)
@@ -40,10 +42,19 @@ def name_for(parameters: Mapping[str, Any]) -> str:
     return run_name(plan_yaml, plan_path)
 
 
-def campaign_run_name() -> str:
-    """The campaign flow run's name: its campaign id; `invalid plan: <id>`, `invalid plan` or
-    `invalid: no plan` when the form's plan cannot start a campaign."""
-    return name_for(flow_run.parameters)
+def name_this_run(name: str) -> None:
+    """Give the flow run this process runs `name`, unless it has it already (`RunNamer` named
+    a served run before it started). A server that cannot be reached leaves the name as it
+    was: it is only a name, and the campaign goes on."""
+    from prefect.client.orchestration import get_client
+
+    if flow_run.id is None or flow_run.name == name:
+        return
+    try:
+        with get_client(sync_client=True) as client:
+            client.update_flow_run(UUID(flow_run.id), name=name)
+    except Exception as exc:
+        log.debug("naming flow run %s: %s", flow_run.id, exc)
 
 
 class RunNamer:

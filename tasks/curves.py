@@ -11,7 +11,7 @@ from tasks.artifacts import markdown_artifact
 
 
 # NO_CACHE: the campaign is an in-process handle, which Prefect cannot hash into a cache key
-@task(name="curves", task_run_name="curves: {title}", cache_policy=NO_CACHE)
+@task(name="show-curves", task_run_name="curves: {title}", cache_policy=NO_CACHE)
 def show_curves(campaign: Campaign, title: str) -> None:
     """Draw the finished runs' curves and show them in the UI (key `learning-curves`)."""
     markdown = curves_so_far(campaign, title)

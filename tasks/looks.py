@@ -6,20 +6,20 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from ablations.analysis.looks import LookRecord
+from ablations.campaign import looks
 from ablations.campaign.campaign import Campaign
-from ablations.campaign.looks import decide_look, look_runs
 from ablations.plan.variants import PlannedRun
 
 # NO_CACHE on each: the campaign is an in-process handle, which Prefect cannot hash into a key
 
 
 @task(name="look-runs", task_run_name="look {look} runs", cache_policy=NO_CACHE)
-def runs_for_look(campaign: Campaign, look: int) -> list[PlannedRun]:
+def look_runs(campaign: Campaign, look: int) -> list[PlannedRun]:
     """The main runs look `look` starts: its seeds for each open variant and the control."""
-    return look_runs(campaign, look)
+    return looks.look_runs(campaign, look)
 
 
-@task(name="look", task_run_name="look {look}", cache_policy=NO_CACHE)
-def judge_look(campaign: Campaign, look: int, slots: int) -> LookRecord:
+@task(name="decide-look", task_run_name="look {look}", cache_policy=NO_CACHE)
+def decide_look(campaign: Campaign, look: int, slots: int) -> LookRecord:
     """Judge every open variant at this look and record it (a recorded look is kept)."""
-    return decide_look(campaign, look, slots)
+    return looks.decide_look(campaign, look, slots)

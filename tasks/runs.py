@@ -8,10 +8,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 from prefect.states import Cancelled, Completed, Failed, State
 
+from ablations.campaign import steps
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.progress import outcome
-from ablations.campaign.steps import execute_registered_run
 from ablations.run.records import RunRecord
 from ablations.security.credentials import redact
 
@@ -64,12 +64,17 @@ def _tag_this_task_run(tags: list[str]) -> None:
 
 # NO_CACHE: the executor holds processes and locks, and the campaign is an in-process handle:
 # Prefect cannot hash either into a cache key
-@task(name="run", task_run_name="{variant} seed {seed} ({phase})", retries=0, cache_policy=NO_CACHE)
+@task(
+    name="execute-run",
+    task_run_name="{variant} seed {seed} ({phase})",
+    retries=0,
+    cache_policy=NO_CACHE,
+)
 def execute_run(
     campaign: Campaign, run_id: str, variant: str, seed: int, phase: str, executor: Executor
 ) -> State:
     """Run (or, after a restart, recognize) one registered run; return its state (the record
     as its data). The flow logs the run's one progress line; the reason is the state message."""
-    record: RunRecord = execute_registered_run(campaign, run_id, executor)
+    record: RunRecord = steps.execute_run(campaign, run_id, executor)
     _tag_this_task_run(finding_tags(record))
     return run_state(record)

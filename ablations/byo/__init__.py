@@ -96,7 +96,7 @@ def run_variables(spec: RunSpec) -> dict[str, str]:
         "ABLATE_STEPS": str(spec.steps),  # the run's length: LR schedules see the real one
         "ABLATE_UNTIL": str(spec.until if spec.until is not None else spec.steps),
         "ABLATE_PHASE": spec.phase,
-        "ABLATE_EVAL_EVERY": str(spec.eval_every),
+        "ABLATE_EVAL_EVERY": str(spec.workload.eval_every),
     }
 
 

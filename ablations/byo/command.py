@@ -123,9 +123,9 @@ class CommandWorkload:
 
     @classmethod
     def run_external(cls, spec: RunSpec, session: Session) -> None:
-        if not spec.command:
+        if not spec.workload.command:
             raise WorkloadError(f"run {spec.run_id} has no command")
-        argv = command_line(spec.command, spec.params)
+        argv = command_line(spec.workload.command, spec.params)
         with scratch_folder(f"{spec.run_id[:40]}-") as scratch:
             checkpoint, resume = Path(scratch, "checkpoint"), Path(scratch, "resume")
             checkpoint.mkdir()

@@ -56,7 +56,7 @@ def owned_arguments(spec: RunSpec, output_dir: Path) -> dict[str, Any]:
         "max_steps": spec.steps,  # the run's length (a pilot is stopped at its `until`)
         "seed": spec.seed,
         "eval_strategy": "steps",
-        "eval_steps": spec.eval_every,
+        "eval_steps": spec.workload.eval_every,
         "save_strategy": "no",  # the session asks for saves (tuned interval), not a schedule
         "use_cpu": torch.device(spec.device).type == "cpu",
         "report_to": "none",
@@ -185,7 +185,7 @@ class TrainerWorkload:
 
     @classmethod
     def _function(cls, spec: RunSpec) -> Any:
-        if spec.hf_trainer is None:
+        if spec.workload.hf_trainer is None:
             raise WorkloadError(f"run {spec.run_id} has no workload.hf_trainer")
         try:
             import transformers  # noqa: F401
@@ -193,7 +193,7 @@ class TrainerWorkload:
             raise WorkloadError(
                 f"workload.hf_trainer needs transformers: pip install 'ablate[hf]' ({exc})"
             ) from exc
-        return load_attribute(spec.hf_trainer)
+        return load_attribute(spec.workload.hf_trainer)
 
     @classmethod
     def run_external(cls, spec: RunSpec, session: Session) -> None:
@@ -217,9 +217,9 @@ class TrainerWorkload:
             owned = owned_arguments(spec, Path(scratch, "output"))
             set_seed(spec.seed)  # the model the function builds is the seed's
             trainer = make_trainer(dict(spec.params), dict(owned))
-            _check_arguments(trainer.args, owned, str(spec.hf_trainer))
+            _check_arguments(trainer.args, owned, str(spec.workload.hf_trainer))
             sync = 1 if device.type == "cpu" else LOSS_SYNC_STEPS
-            hook = callback(session, spec.eval_every, sync)
+            hook = callback(session, spec.workload.eval_every, sync)
             trainer.add_callback(hook)
             step_of = trainer.training_step
 

@@ -229,7 +229,7 @@ class LightningWorkload:
     @classmethod
     def _classes(cls, spec: RunSpec) -> tuple[Any, Any, dict[str, Any]]:
         """The module class, the data module class and the extra Trainer arguments."""
-        section = spec.lightning
+        section = spec.workload.lightning
         if section is None:
             raise WorkloadError(f"run {spec.run_id} has no workload.lightning")
         try:
@@ -273,12 +273,12 @@ class LightningWorkload:
             trainer = pl.Trainer(
                 max_steps=spec.steps,  # the run's length (a pilot is stopped at its `until`)
                 max_epochs=-1,
-                val_check_interval=spec.eval_every * accumulate,  # in batches, not steps
+                val_check_interval=spec.workload.eval_every * accumulate,  # in batches, not steps
                 check_val_every_n_epoch=None,  # count batches across epochs
                 num_sanity_val_steps=0,
                 accelerator="gpu" if device.type == "cuda" else "cpu",
                 devices=[device.index or 0] if device.type == "cuda" else 1,
-                callbacks=[callback(session, folder, spec.eval_every, sync)],
+                callbacks=[callback(session, folder, spec.workload.eval_every, sync)],
                 logger=False,
                 enable_checkpointing=False,  # checkpoints are the session's to ask for
                 enable_progress_bar=False,

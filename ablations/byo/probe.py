@@ -29,6 +29,7 @@ from typing import Protocol
 
 import torch
 
+from ablations.byo import adapter_field
 from ablations.byo.session import Reply, Session
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.plan.infrastructure import CheckpointSection
@@ -46,10 +47,7 @@ RULES_OFF = StopRules(
 def adapter_name(spec: RunSpec) -> str:
     """The plan's field naming the loop's owner (`command`, `lightning`, `hf_trainer`), or the
     external entry itself."""
-    for name in ("command", "lightning", "hf_trainer"):
-        if getattr(spec, name) is not None:
-            return name
-    return spec.workload
+    return adapter_field(spec.workload) or spec.workload.entry
 
 
 class PhaseMemoryLike(Protocol):
@@ -182,11 +180,10 @@ def probe_session(spec: RunSpec, steps: int, scratch: Path) -> ProbeSession:
     """A `ProbeSession` on the pilot of `spec` the probe runs (`session.spec`), its checkpoint
     going to a store in `scratch`."""
     store = CheckpointSection(store=f"file://{scratch}/store", interval={"steps": 10**9})
-    short = spec.model_copy(
+    short = spec.with_workload(eval_every=steps).model_copy(  # evaluated once, at the last step
         update={
             "steps": max(spec.steps, steps),  # the run's own length (LR schedules)...
             "until": steps,  # ... stopped there, as a pilot is, with a checkpoint
-            "eval_every": steps,  # evaluated once, at the last step
             "phase": "pilot",
             "stop_rules": RULES_OFF,
             "checkpoint": store,
@@ -194,7 +191,7 @@ def probe_session(spec: RunSpec, steps: int, scratch: Path) -> ProbeSession:
         }
     )
     memory: PhaseMemoryLike
-    if spec.command is not None:
+    if spec.workload.command is not None:
         memory = ProgramMemory(measured=torch.device(spec.device).type == "cpu")
     else:
         from ablations.training.memory import PhaseMemory

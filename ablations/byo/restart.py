@@ -97,7 +97,7 @@ def external_restart_check(spec: RunSpec, factory: ExternalWorkload) -> Stop | N
     k = spec.stop_rules.restart.check_steps
     total = 2 * k
     # short, evaluated at k and at its end on every side: the losses are what is compared
-    short = spec.model_copy(update={"steps": total, "eval_every": k, "out_dir": None})
+    short = spec.with_workload(eval_every=k).model_copy(update={"steps": total, "out_dir": None})
     straight = short.model_copy(update={"run_id": f"{spec.run_id}-straight", "checkpoint": None})
     first = short.model_copy(update={"until": k, "phase": "pilot"})
     resumed = short.model_copy(update={"until": None, "phase": "main"})

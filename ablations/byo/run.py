@@ -3,7 +3,7 @@
     record = execute(spec, factory, checkpoints)
 
 The same record a built-in workload's run gets (`ablations.training.driver.execute`): status,
-stop (rule, reason, step), metrics, evaluations, timings, checkpoint summary, and the exported
+stop (rule, reason, step), metrics, evaluations, timings, checkpoint summary, and the run files:
 step losses, evaluations and (when the code wrote them) predictions. There are no final
 weights: the model is the framework's, so `ablate verify` re-hashes the run's files but does
 not re-evaluate it.
@@ -55,9 +55,9 @@ def execute(
             )
         if stop is None and not session.evaluations:
             raise MissingMetric(
-                f"the training code reported no {spec.metric!r} by step {session.step}: it "
-                f"must evaluate every {spec.eval_every} steps and at the last step it trains "
-                f"({session.end}{' in this pilot, ABLATE_UNTIL' if spec.until else ''})"
+                f"the training code reported no {spec.metric.name!r} by step {session.step}: it "
+                f"must evaluate every {spec.workload.eval_every} steps and at the last step it "
+                f"trains ({session.end}{' in this pilot, ABLATE_UNTIL' if spec.until else ''})"
             )
     except NoUsableRestart as exc:
         stop = Stop(rule="restart", step=exc.step, message=exc.message)
@@ -76,11 +76,11 @@ def execute(
     metrics = dict(session.evaluations[-1]) if session.evaluations else {}
     metrics.pop("step", None)
     artifacts: dict[str, str] = {}
-    # An interrupted run is not finished: its rerun exports.
+    # An interrupted run is not finished: its rerun writes its run files.
     if spec.out_dir is not None and session.interrupted_at is None:
         exporting = time.perf_counter()
         try:
-            artifacts = export(Path(spec.out_dir), spec.run_id, session)
+            artifacts = write_run_files(Path(spec.out_dir), spec.run_id, session)
         except Exception as exc:
             error = error or RunError(type=type(exc).__name__, message=str(exc))
         session.timings.export += time.perf_counter() - exporting
@@ -121,7 +121,7 @@ def environment(spec: RunSpec, factory: ExternalWorkload) -> RunEnvironment:
     )
 
 
-def export(out_dir: Path, run_id: str, session: Session) -> dict[str, str]:
+def write_run_files(out_dir: Path, run_id: str, session: Session) -> dict[str, str]:
     """The run's reported losses and evaluations, and its predictions file when it wrote
     one; kind -> path relative to `out_dir` (the names a built-in workload's run uses)."""
     if Path(run_id).name != run_id or run_id.startswith("."):

@@ -252,10 +252,10 @@ class Session:
             self._loss(step, float(loss))
         if metrics:
             values = {name: float(value) for name, value in metrics.items()}
-            if spec.metric not in values:
+            if spec.metric.name not in values:
                 raise MissingMetric(
                     f"step {step} reported metrics {sorted(values)}, without the plan's "
-                    f"metric {spec.metric!r}"
+                    f"metric {spec.metric.name!r}"
                 )
             self.evaluations.append({"step": float(step), **values})
             # The last evaluation decides accepted or rejected; the rule stops runs early.
@@ -263,9 +263,9 @@ class Session:
                 self.stop = quality_stop(
                     spec.stop_rules.quality,
                     values,
-                    metric=spec.metric,
-                    direction=spec.direction,
-                    threshold=spec.threshold,
+                    metric=spec.metric.name,
+                    direction=spec.metric.direction,
+                    threshold=spec.metric.threshold,
                     step=step,
                 )
         if self.stop is not None:

@@ -1,7 +1,8 @@
 """The campaign's machinery, over its output folder (no Prefect here).
 
+opening.py     the plan admitted (one parse), then registered and loaded under the lock
 folder.py      `CampaignFolder`: every file name of the output contract, typed reads/writes
-state.py       registration (frozen, hashed), saving completion records, leftover temporaries
+state.py       saving completion records, leftover temporaries
 code.py        the user's code, hashed into the registration
 campaign.py    `Campaign`: a registered campaign loaded once per process (plan, runs, state)
 manifest.py    the typed `Manifest` / `ManifestRun` the results step writes, report and verify read
@@ -14,5 +15,4 @@ scheduling.py  longest runs first, from the pilot's step times
 live.py        the campaign while it runs: done, running, left, spent, projected finish
 progress.py    a campaign's progress lines: a run's outcome, the looks, the tables of runs
 lock.py        one writer per output folder
-admission.py   a plan admitted into a folder, before the lock
 """

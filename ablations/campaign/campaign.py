@@ -83,7 +83,7 @@ class Campaign:
     @property
     def out_dir(self) -> Path:
         """The output folder's path."""
-        return self._folder.root
+        return self._folder.out_dir
 
     @property
     def plan(self) -> Plan:

@@ -7,10 +7,10 @@ The flow opens one and passes it to the steps that need it: nothing looks one up
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol
 
 from ablations.campaign.campaign import Campaign
+from ablations.campaign.manifest import Manifest
 from ablations.run.records import PreflightReport, RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec
 
@@ -35,9 +35,9 @@ class Executor(Protocol):
         that did not save the checkpoint)."""
         ...
 
-    def write_results(self, campaign: Campaign) -> Path:
-        """Write the campaign's output folder from its completion records; the manifest's
-        path. In this process from `campaign`, or in another that loads its own from the
+    def write_results(self, campaign: Campaign) -> Manifest:
+        """Write the campaign's output folder from its completion records; the manifest as
+        written. In this process from `campaign`, or in another that loads its own from the
         folder (`campaign.out_dir`)."""
         ...
 

@@ -3,7 +3,7 @@
     folder = CampaignFolder(Path("DIR"))
     folder.write_gate(decision)           # DIR/gate.json, atomically
     folder.records()                      # every DIR/records/<run_id>.json, as RunRecords
-    folder.manifest()                     # DIR/manifest.json as a `Manifest` (read once)
+    folder.manifest()                     # DIR/manifest.json as a `Manifest`
 
 The names of the output contract (ARCHITECTURE.md) live in `ablations.files.names`, re-exported
 here. Every write goes through a temporary file and a rename (`ablations.files.atomic`), so a
@@ -93,15 +93,16 @@ class Registration(BaseModel):
 class CampaignFolder:
     """One output folder: typed reads and atomic writes of the contract's files."""
 
-    def __init__(self, root: Path | str) -> None:
-        self.root = Path(root)
+    def __init__(self, out_dir: Path | str) -> None:
+        self.out_dir = Path(out_dir)
+        """The output folder's path."""
 
     def __repr__(self) -> str:
-        return f"CampaignFolder({str(self.root)!r})"
+        return f"CampaignFolder({str(self.out_dir)!r})"
 
     def path(self, relative: str) -> Path:
         """Where `relative` is in the folder; `OutsideFolder` when it leads out (`inside`)."""
-        return inside(self.root, relative)
+        return inside(self.out_dir, relative)
 
     def record_path(self, run_id: str) -> Path:
         """`records/<run_id>.json`: the run's completion record."""
@@ -115,14 +116,14 @@ class CampaignFolder:
         atomic_write_text(self.path(PLAN), text)
 
     def plan_text(self) -> str:
-        return (self.root / PLAN).read_text(encoding="utf-8")
+        return (self.out_dir / PLAN).read_text(encoding="utf-8")
 
     def plan(self) -> Plan:
         """The registered plan, parsed from plan.yaml at each call: a campaign's process reads
         it once (`Campaign.load`) and passes the campaign on."""
         from ablations.plan.io import plan_from_text
 
-        source = str(self.root / PLAN)
+        source = str(self.out_dir / PLAN)
         return plan_from_text(self.plan_text(), source)
 
     def write_registration(self, registration: Registration) -> None:
@@ -130,7 +131,7 @@ class CampaignFolder:
 
     def registration(self) -> Registration | None:
         """The registration as written (its `out_dir` is where the folder was registered)."""
-        path = self.root / REGISTRATION
+        path = self.out_dir / REGISTRATION
         return Registration.model_validate_json(path.read_text()) if path.exists() else None
 
     # -- runs ----------------------------------------------------------------------------------
@@ -145,7 +146,7 @@ class CampaignFolder:
 
     def records(self) -> dict[str, RunRecord]:
         """Every completion record in the folder, by run id."""
-        folder = self.root / RECORDS
+        folder = self.out_dir / RECORDS
         if not folder.is_dir():
             return {}
         paths = sorted(folder.glob("*.json"))
@@ -158,7 +159,7 @@ class CampaignFolder:
         atomic_write_text(self.path(PREFLIGHT), report.model_dump_json(indent=2))
 
     def preflight(self) -> PreflightReport | None:
-        path = self.root / PREFLIGHT
+        path = self.out_dir / PREFLIGHT
         return PreflightReport.model_validate_json(path.read_text()) if path.exists() else None
 
     def write_gate(self, decision: GateDecision) -> None:
@@ -168,7 +169,7 @@ class CampaignFolder:
         """The recorded gate decision (a `fix` included), or None."""
         from ablations.campaign.gate import GateDecision
 
-        path = self.root / GATE
+        path = self.out_dir / GATE
         return GateDecision.model_validate_json(path.read_text()) if path.exists() else None
 
     def write_looks(self, looks: Looks) -> None:
@@ -178,7 +179,7 @@ class CampaignFolder:
         """The looks recorded so far, or None before the first."""
         from ablations.analysis.looks import Looks
 
-        path = self.root / LOOKS
+        path = self.out_dir / LOOKS
         return Looks.model_validate_json(path.read_text()) if path.exists() else None
 
     def write_projection(self, projection: Projection) -> None:
@@ -187,12 +188,12 @@ class CampaignFolder:
     def projection(self) -> Projection | None:
         from ablations.budget import Projection
 
-        path = self.root / PROJECTION
+        path = self.out_dir / PROJECTION
         return Projection.model_validate_json(path.read_text()) if path.exists() else None
 
     def write_reframe_draft(self, text: str) -> Path:
         atomic_write_text(self.path(REFRAME_DRAFT), text)
-        return self.root / REFRAME_DRAFT
+        return self.out_dir / REFRAME_DRAFT
 
     # -- the index files -----------------------------------------------------------------------
 
@@ -203,9 +204,9 @@ class CampaignFolder:
         return path
 
     def manifest(self) -> Manifest:
-        """manifest.json as a `Manifest`, read once per process while the file is unchanged;
-        `NotACampaignFolder` (or its `ManifestError`, naming the field) when it cannot be."""
-        return read_manifest(self.root)
+        """manifest.json as a `Manifest`, parsed at each call; `NotACampaignFolder` (or its
+        `ManifestError`, naming the field) when it cannot be."""
+        return read_manifest(self.out_dir)
 
     def write_text(self, name: str, text: str) -> Path:
         """Write one of the folder's text files (runs.csv, REPORT.md, RELOAD.md) atomically."""

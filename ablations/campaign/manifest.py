@@ -1,23 +1,22 @@
 """manifest.json as a typed model: what the results step writes and report, verify and
 `ablate run` read.
 
-    manifest = read_manifest(Path("DIR"))    # a `Manifest`; read once while the file is unchanged
+    manifest = read_manifest(Path("DIR"))    # a `Manifest`, parsed at each call
     manifest.runs[0].status, manifest.gate.decision, manifest.files
 
 The JSON is format 2 as it always was: a run row is its planned run's fields and its record's
-side by side (a pending row only the planned fields and `status`); keys that an export writes
-only sometimes (`planned_vs_realized`, `decision_reached`, `files`, the environment's
-`data_sha256`) are left out when unset, so an exported manifest read and written again is
+side by side (a pending row only the planned fields and `status`); keys that the results step
+writes only sometimes (`planned_vs_realized`, `decision_reached`, `files`, the environment's
+`data_sha256`) are left out when unset, so a written manifest read and written again is
 the same JSON, byte for byte.
-Reading is lenient where `ablate verify` reports instead of refusing (a missing `files` is an
-export that did not finish), strict about types: a malformed manifest is one
+Reading is lenient where `ablate verify` reports instead of refusing (a missing `files` is a
+results step that did not finish), strict about types: a malformed manifest is one
 `ManifestError` naming the file and the field.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -176,45 +175,46 @@ class ManifestRun(_RowFields):
         return PlannedRun.model_validate({k: getattr(self, k) for k in PlannedRun.model_fields})
 
     @property
-    def artifact_entries(self) -> list[FileEntry]:
-        """The hashed file entries (none in a format 1 row)."""
+    def run_file_entries(self) -> list[FileEntry]:
+        """The hashed entries of the run's files, its record's included (none in a format 1
+        row; the field keeps the format's name, `artifacts`)."""
         return self.artifacts if isinstance(self.artifacts, list) else []
 
     @property
-    def artifact_paths(self) -> dict[str, str]:
-        """Kind -> path of the files the run exported (its record left out), as the record
+    def run_file_paths(self) -> dict[str, str]:
+        """Kind -> path of the run files the run wrote (its record left out), as the record
         names them."""
         if isinstance(self.artifacts, dict):
             return dict(self.artifacts)
         return {a.kind: a.path for a in self.artifacts if a.kind != "record"}
 
-    def artifact(self, kind: str) -> str | None:
+    def run_file(self, kind: str) -> str | None:
         """The path of the run's file of this kind (its `model`, `predictions`...), or None."""
-        return self.artifact_paths.get(kind)
+        return self.run_file_paths.get(kind)
 
     def record(self) -> RunRecord | None:
         """The run's completion record as the row holds it; None while it is pending."""
         if self.status in ("pending", "unneeded"):
             return None
         fields = {k: getattr(self, k) for k in RunRecord.model_fields if k != "artifacts"}
-        return RunRecord.model_validate({**fields, "artifacts": self.artifact_paths})
+        return RunRecord.model_validate({**fields, "artifacts": self.run_file_paths})
 
 
 PENDING_KEYS = frozenset({*PlannedRun.model_fields, "status"})
 """What a pending (or unneeded) row holds."""
 
 OMITTED_WHEN_UNSET = ("planned_vs_realized", "planned_vs_realized_markdown", "decision_reached")
-"""Keys an export writes only sometimes (with a projection; after the report)."""
+"""Keys the results step writes only sometimes (with a projection; after the report)."""
 
 
 class Manifest(BaseModel):
-    """manifest.json. Fields other than `runs` may be missing in a folder whose export did not
+    """manifest.json. Fields other than `runs` may be missing in a folder whose results step did not
     finish (`ablate verify` says which); unknown top-level keys are kept as they are."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
     manifest_format: int | None = None
-    """`MANIFEST_FORMAT` of the export that wrote it."""
+    """`MANIFEST_FORMAT` of the results step that wrote it."""
     campaign_id: str | None = None
     plan_hash: str | None = None
     """The sha256 of the registered plan's canonical JSON."""
@@ -231,11 +231,11 @@ class Manifest(BaseModel):
     checkpoint_store: CheckpointStoreRef | None = None
     verify: VerifySettings | None = None
     preflight: PreflightReport | None = None
-    """preflight.json as it was at the export; None when preflight never ran."""
+    """preflight.json as it was at the results step; None when preflight never ran."""
     gate: GateDecision | None = None
-    """gate.json as it was at the export; None when no gate was reached."""
+    """gate.json as it was at the results step; None when no gate was reached."""
     looks: list[LookRecord] = []
-    """looks.json as it was at the export: each look of the main phase and its decisions."""
+    """looks.json as it was at the results step: each look of the main phase and its decisions."""
     budget: BudgetSummary | None = None
     planned_vs_realized: PlannedVsRealized | None = None
     """The registered projection beside what happened (absent without a projection)."""
@@ -245,7 +245,7 @@ class Manifest(BaseModel):
     decision_reached: str | None = None
     """The report's decision sentence, which `ablate run` ends with."""
     files: list[FileEntry] | None = None
-    """The hashed campaign-level files; None (absent) until the export's last write."""
+    """The hashed campaign-level files; None (absent) until the results step's last write."""
 
     @model_serializer(mode="wrap")
     def _without_unset_parts(self, handler: Any) -> dict[str, Any]:
@@ -256,45 +256,32 @@ class Manifest(BaseModel):
         return data
 
     def to_json(self) -> str:
-        """The file's text (format 2, as export has always written it)."""
+        """The file's text (format 2, as the results step has always written it)."""
         return json.dumps(self.model_dump(mode="json"), indent=2)
 
     def run(self, run_id: str) -> ManifestRun | None:
         return next((r for r in self.runs if r.planned.run_id == run_id), None)
 
 
-_cache: dict[Path, tuple[tuple[int, int, int], Manifest]] = {}
-_cache_guard = threading.Lock()
-
-
 def read_manifest(out_dir: Path) -> Manifest:
-    """The folder's manifest, parsed once per process while the file is unchanged (same
-    inode, mtime and size); `NotACampaignFolder` when there is none to read, `ManifestError`
-    naming the file and the field when it is malformed."""
+    """The folder's manifest, parsed at each call (its readers read it once: `ablate report`,
+    `ablate verify`; `ablate run` is handed the one the results step wrote);
+    `NotACampaignFolder` when there is none to read, `ManifestError` naming the file and the
+    field when it is malformed."""
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
         raise NotACampaignFolder(f"{out_dir} is not a folder")
     path = (out_dir / MANIFEST).resolve()
-    try:
-        stat = path.stat()
-    except FileNotFoundError as exc:
+    if not path.is_file():
         raise NotACampaignFolder(
             f"{out_dir} has no {MANIFEST} ({path} does not exist): is it the output folder "
             "of `ablate run --out`?"
-        ) from exc
-    key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # an atomic rewrite is a new inode
-    with _cache_guard:
-        known = _cache.get(path)
-    if known is not None and known[0] == key:
-        return known[1]
-    manifest = parse_manifest(path)
-    with _cache_guard:
-        _cache[path] = (key, manifest)
-    return manifest
+        )
+    return parse_manifest(path)
 
 
 def parse_manifest(path: Path) -> Manifest:
-    """manifest.json at `path`, validated (no cache)."""
+    """manifest.json at `path`, validated."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

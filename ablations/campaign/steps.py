@@ -32,7 +32,7 @@ from ablations.process.preemption import TERMINATE
 from ablations.run.records import PreflightReport, RunRecord
 
 
-def registered_projection(campaign: Campaign, slots: int) -> Projection:
+def project_campaign(campaign: Campaign, slots: int) -> Projection:
     """The projection made at registration from the plan's estimates, kept as it was."""
     known = campaign.projection()
     if known is not None:
@@ -43,7 +43,7 @@ def registered_projection(campaign: Campaign, slots: int) -> Projection:
     return projection
 
 
-def preflight_once(campaign: Campaign, executor: Executor) -> PreflightReport:
+def run_preflight(campaign: Campaign, executor: Executor) -> PreflightReport:
     """The data and restart checks on the control's run, until they pass once per campaign
     (a failed report is replaced by the next attempt's)."""
     known = campaign.preflight()
@@ -70,7 +70,7 @@ def preflight_once(campaign: Campaign, executor: Executor) -> PreflightReport:
     return report
 
 
-def execute_registered_run(campaign: Campaign, run_id: str, executor: Executor) -> RunRecord:
+def execute_run(campaign: Campaign, run_id: str, executor: Executor) -> RunRecord:
     """Run one registered run on the executor, or return its completion record if finished."""
     finished = campaign.finished(run_id)
     if finished is not None:
@@ -92,7 +92,7 @@ def _recorded_gate(campaign: Campaign) -> GateDecision | None:
     return None if decision is None or decision.decision == "fix" else decision
 
 
-def gate_recommendation(campaign: Campaign, slots: int) -> GateDecision:
+def recommend_gate(campaign: Campaign, slots: int) -> GateDecision:
     """The recorded decision if the gate was already passed, else the policy's."""
     known = _recorded_gate(campaign)
     if known is not None:
@@ -117,7 +117,7 @@ def gate_decided(campaign: Campaign) -> bool:
     return _recorded_gate(campaign) is not None
 
 
-def sized_after_answer(campaign: Campaign, decision: GateDecision, slots: int) -> GateDecision:
+def resize_after_answer(campaign: Campaign, decision: GateDecision, slots: int) -> GateDecision:
     """A person's answer with the main phase re-sized for the runs it keeps.
 
     The recommendation's numbers were projected for the policy's own drops; after a person

@@ -15,6 +15,7 @@ from pathlib import Path
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import CampaignFolder
+from ablations.campaign.manifest import Manifest
 from ablations.errors import Problem
 from ablations.plan.model import Plan
 from ablations.preflight.across import preflight_across
@@ -92,7 +93,7 @@ class LocalSlots:
             slot = PreflightOnSlot(worker)
             return preflight_across(slot, self._other_preflight, spec, expected_inputs)
 
-    def write_results(self, campaign: Campaign) -> Path:
+    def write_results(self, campaign: Campaign) -> Manifest:
         """In the first slot's worker, which imported the results' libraries while it waited
         (the campaign process never loads them) and loads the campaign from its folder. Not
         leased: every run has returned its slot."""

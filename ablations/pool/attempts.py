@@ -149,11 +149,11 @@ def run_on_host(
             f"allows ({MAX_STEPS_ENV} in its worker's environment): refused before it runs"
         )
     if host.allowed_entries is not None:  # the API reaches this host: refused before import
-        named = [spec.workload]
-        if spec.lightning is not None:
-            named += [spec.lightning.module, spec.lightning.data]
-        if spec.hf_trainer is not None:
-            named.append(spec.hf_trainer)
+        named = [spec.workload.entry]
+        if spec.workload.lightning is not None:
+            named += [spec.workload.lightning.module, spec.workload.lightning.data]
+        if spec.workload.hf_trainer is not None:
+            named.append(spec.workload.hf_trainer)
         for entry in named:
             require_allowed_entry(entry, host.allowed_entries)
     if host.allowed_stores is not None and spec.checkpoint is not None:  # before it is opened

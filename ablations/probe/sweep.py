@@ -156,24 +156,16 @@ def run_probe(
         if problem is not None:
             raise WorkloadError(f"the workload does not import: {problem}")
         for variant in chosen:
-            spec = RunSpec(
+            spec = RunSpec.of(
+                plan,
+                digest,
                 run_id=f"probe-{variant.name}",
-                campaign_id=plan.campaign.id,
-                plan_hash=digest,
                 variant=variant.name,
                 category=variant.category,
                 phase="pilot",
                 seed=plan.seed_list[0],
                 params=variant.params,
                 steps=plan.workload.steps,
-                eval_every=plan.workload.eval_every,
-                workload=plan.workload.entry,
-                command=plan.workload.command,
-                lightning=plan.workload.lightning,
-                hf_trainer=plan.workload.hf_trainer,
-                metric=plan.metric.name,
-                direction=plan.metric.direction,
-                threshold=plan.metric.threshold,
                 checkpoint=None,
             )
             job = ProbeJob(spec, list(plan.probe.batch_sizes), plan.probe.steps)

@@ -79,7 +79,7 @@ def _run_files(run: ManifestRun) -> str:
     reads = [
         f"print(pd.read_csv({path!r}).tail(3))"
         for kind in ("steps", "evals", "predictions")
-        if (path := run.artifact(kind)) is not None
+        if (path := run.run_file(kind)) is not None
     ]
     if not reads:
         return ""
@@ -92,7 +92,7 @@ def _run_files(run: ManifestRun) -> str:
 
 
 def _model(run: ManifestRun, plan: Plan) -> str:
-    model = run.artifact("model")
+    model = run.run_file("model")
     if model is None:
         return ""
     metric = plan.metric.name

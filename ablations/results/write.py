@@ -5,8 +5,8 @@ completion records exist first; then the ledger, runs.csv, the report and RELOAD
 manifest, which hashes all of them, is written last and atomically. The manifest is built
 once, from the loaded `Campaign` and the records read once; the report is built from that
 manifest in memory (as `ablate report` builds it from manifest.json), after a first
-manifest.json without the `files` list is written: a manifest without `files` is an export
-that did not finish (`ablate verify` says so).
+manifest.json without the `files` list is written: a manifest without `files` is a results
+step that did not finish (`ablate verify` says so).
 
 What is hashed: every file that is final once the manifest is written (per run: its record,
 metrics, predictions and final model; per campaign: plan.yaml, the state files, runs.csv,
@@ -78,7 +78,7 @@ STATE_FILES = (
     ("state", LOOKS),
     ("state", REFRAME_DRAFT),
 )
-"""Campaign files that are final before the export starts (absent ones are skipped)."""
+"""Campaign files that are final before the results step starts (absent ones are skipped)."""
 
 RUN_COLUMNS = [
     "run_id",
@@ -241,15 +241,15 @@ def _rejection(fields: dict[str, Any] | None) -> str | None:
     return None if not fields else Rejection.model_validate(fields).message
 
 
-def write_results_at(out_dir: Path) -> Path:
+def write_results_at(out_dir: Path) -> Manifest:
     """The results step in a process of its own (a slot's worker): the campaign is loaded
-    once here, then `write_results`."""
+    once here (this process's one parse of the plan), then `write_results`."""
     return write_results(Campaign.load(out_dir))
 
 
-def write_results(campaign: Campaign) -> Path:
+def write_results(campaign: Campaign) -> Manifest:
     """The results step: the ledger, runs.csv, the report, RELOAD.md and manifest.json, from
-    the completion records (read once); return the manifest's path."""
+    the completion records (read once); return the final manifest, as written."""
     import pandas as pd
 
     folder, out_dir = campaign.folder, campaign.out_dir
@@ -313,7 +313,8 @@ def write_results(campaign: Campaign) -> Path:
     manifest = manifest.model_copy(update={"decision_reached": decision_reached(inputs)})
     folder.write_text(RELOAD, reload_markdown(manifest, plan))
     manifest = manifest.model_copy(update={"files": campaign_files(out_dir)})
-    return folder.write_manifest(manifest)
+    folder.write_manifest(manifest)
+    return manifest
 
 
 def record_ledger(campaign: Campaign, records: dict[str, RunRecord]) -> None:

@@ -6,6 +6,7 @@ slot's worker process, serialize into Prefect results and land in `manifest.json
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import (
@@ -16,13 +17,15 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from typing_extensions import Self
 
-from ablations.plan.experiment import meets_threshold
+from ablations.plan.experiment import MetricSection
 from ablations.plan.infrastructure import CheckpointSection
+from ablations.plan.model import Plan
 from ablations.plan.rules import StopRules
 from ablations.plan.section import Category, ParamValue
 from ablations.plan.variants import Phase
-from ablations.plan.workload import LightningSection
+from ablations.plan.workload import WorkloadSection
 from ablations.security.credentials import redact
 
 RunStatus = Literal["accepted", "rejected", "stopped", "failed", "trimmed"]
@@ -72,14 +75,15 @@ class Rejection(Record):
 
 def rejection_of(spec: RunSpec, metrics: dict[str, float], step: int) -> Rejection | None:
     """The rejection of a completed run whose final metric misses the threshold, else None."""
-    value = metrics.get(spec.metric)
-    if value is not None and meets_threshold(value, spec.direction, spec.threshold):
+    metric = spec.metric
+    value = metrics.get(metric.name)
+    if value is not None and metric.meets_threshold(value):
         return None
     return Rejection(
-        metric=spec.metric,
+        metric=metric.name,
         value=value,
-        threshold=spec.threshold,
-        direction=spec.direction,
+        threshold=metric.threshold,
+        direction=metric.direction,
         step=step,
     )
 
@@ -174,7 +178,10 @@ class CheckpointSummary(Record):
 
 
 class RunSpec(Record):
-    """Everything a slot's worker needs to run one run, independent of Prefect."""
+    """Everything a slot's worker needs to run one run, independent of Prefect: the run's own
+    fields, and the plan's sections it reads, whole (`workload`, `metric`, `stop_rules`), so
+    a field added to a section reaches every run without being copied. `RunSpec.of` is the
+    one place a plan's sections go in."""
 
     run_id: str
     campaign_id: str
@@ -184,29 +191,22 @@ class RunSpec(Record):
     phase: Phase
     seed: int
     params: dict[str, ParamValue]
+    """The run's parameters: the workload's, with its variant's levels set."""
     steps: int
-    """The run's length: the workload is built with it and the last step evaluates."""
-    eval_every: int
-    workload: str
-    """Import path `module:attr` of the workload."""
-    command: list[str] | None = None
-    """The plan's `workload.command`, placeholders not yet replaced (None: not a command)."""
-    lightning: LightningSection | None = None
-    """The plan's `workload.lightning` (None: not a Lightning workload)."""
-    hf_trainer: str | None = None
-    """The plan's `workload.hf_trainer` (None: not a Hugging Face Trainer workload)."""
-    data_sha256: str | None = None
-    """The plan's `workload.data_sha256`: the run fails before its first step when its
-    workload reports other data (None: not registered)."""
-    metric: str
-    direction: Literal["maximize", "minimize"] = "maximize"
-    threshold: float
+    """The run's length: the workload is built with it and the last step evaluates (the
+    plan's `workload.steps` is the default length; a pilot's is its main run's)."""
+    workload: WorkloadSection
+    """The plan's `workload`, whole: `entry` (`module:attr` of the workload), `command`,
+    `lightning`, `hf_trainer` (placeholders not yet replaced), `eval_every`, `data_sha256` (the
+    run fails before its first step when its workload reports other data)."""
+    metric: MetricSection
+    """The plan's `metric`, whole: its `name`, `direction` and `threshold` judge the run."""
     stop_rules: StopRules = StopRules()
     checkpoint: CheckpointSection | None = None
     """None: the run does not checkpoint."""
     device: str = "cpu"
     out_dir: str | None = None
-    """Where the run exports its metrics and predictions (None: not exported)."""
+    """Where the run writes its run files, metrics and predictions (None: not written)."""
     until: int | None = None
     """A pilot: train only the first `until` of the `steps` steps, commit a checkpoint at
     `until` and evaluate there (the evaluation the gate reads)."""
@@ -219,6 +219,60 @@ class RunSpec(Record):
     attempt: str | None = None
     """The work-pool attempt running it (its flow run id): its checkpoints go in a folder of
     their own and commit only while the campaign accepts it (None: a local slot)."""
+
+    @classmethod
+    def of(
+        cls,
+        plan: Plan,
+        plan_hash: str,
+        *,
+        run_id: str,
+        variant: str,
+        category: Category,
+        phase: Phase,
+        seed: int,
+        params: dict[str, ParamValue],
+        steps: int,
+        checkpoint: CheckpointSection | None,
+        out_dir: str | None = None,
+        until: int | None = None,
+        checkpoint_id: str | None = None,
+        resume_step: int = 0,
+    ) -> RunSpec:
+        """The spec of one run of `plan` (registered with `plan_hash`): the plan's sections
+        whole, the run's own fields as given (the device is the slot's to fill in)."""
+        return cls(
+            run_id=run_id,
+            campaign_id=plan.campaign.id,
+            plan_hash=plan_hash,
+            variant=variant,
+            category=category,
+            phase=phase,
+            seed=seed,
+            params=params,
+            steps=steps,
+            workload=plan.workload,
+            metric=plan.metric,
+            stop_rules=plan.stop_rules,
+            checkpoint=checkpoint,
+            out_dir=out_dir,
+            until=until,
+            checkpoint_id=checkpoint_id,
+            resume_step=resume_step,
+        )
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """pydantic's copy, refusing a name that is no field of the spec (pydantic would add
+        it unchecked): `eval_every` or `threshold` live in the sections now (`with_workload`)."""
+        unknown = sorted(set(update or ()) - set(type(self).model_fields))
+        if unknown:
+            raise TypeError(f"RunSpec has no field {', '.join(unknown)}")
+        return super().model_copy(update=update, deep=deep)
+
+    def with_workload(self, **changes: Any) -> RunSpec:
+        """This spec with fields of its `workload` section changed (`eval_every=`, `entry=`):
+        a run that evaluates at other steps, a test's other workload."""
+        return self.model_copy(update={"workload": self.workload.model_copy(update=changes)})
 
 
 class RunEnvironment(Record):

@@ -107,7 +107,7 @@ class RunLoop:
         # empties a GPU's launch queue. A NaN is seen once its window has arrived, up to
         # `check_every - 1` steps late plus the device's lag; the stop names the exact step.
         self.losses = LossReadback()
-        self.flush_every = rule.check_every if rule.enabled else spec.eval_every
+        self.flush_every = rule.check_every if rule.enabled else spec.workload.eval_every
         self._segment_start: float | None = None
         self._window_start = 0.0
         self.interruptible = False
@@ -141,9 +141,9 @@ class RunLoop:
         return quality_stop(
             spec.stop_rules.quality,
             {k: v for k, v in done[-1].items() if k != "step"},
-            metric=spec.metric,
-            direction=spec.direction,
-            threshold=spec.threshold,
+            metric=spec.metric.name,
+            direction=spec.metric.direction,
+            threshold=spec.metric.threshold,
             step=self.step,
         )
 
@@ -153,7 +153,7 @@ class RunLoop:
         until = min(until, self.end)
         # Read once per step: a plain attribute a signal handler sets (no syscall, no sync).
         terminate = TERMINATE if self.interruptible else None
-        eval_every, last, flush_every = spec.eval_every, spec.steps, self.flush_every
+        eval_every, last, flush_every = spec.workload.eval_every, spec.steps, self.flush_every
         self._begin_segment()
         try:
             while self.step < until:
@@ -243,9 +243,10 @@ class RunLoop:
         self.timings.evaluate += time.perf_counter() - started
         self.memory.stop("evaluate")
         metrics = {name: float(value) for name, value in evaluation.metrics.items()}
-        if spec.metric not in metrics:
+        if spec.metric.name not in metrics:
             raise WorkloadError(
-                f"evaluate() returned {sorted(metrics)}, without the plan's metric {spec.metric!r}"
+                f"evaluate() returned {sorted(metrics)}, without the plan's metric "
+                f"{spec.metric.name!r}"
             )
         self.last_evaluation = evaluation
         self.evaluated_at = step
@@ -256,9 +257,9 @@ class RunLoop:
             stop = quality_stop(
                 spec.stop_rules.quality,
                 metrics,
-                metric=spec.metric,
-                direction=spec.direction,
-                threshold=spec.threshold,
+                metric=spec.metric.name,
+                direction=spec.metric.direction,
+                threshold=spec.metric.threshold,
                 step=step,
             )
             if stop is not None:
@@ -299,10 +300,10 @@ def open_run(
     started = time.perf_counter()
     # `PhaseMemory(device)` initialised CUDA there and made it the current card (`init_cuda`).
     memory.start()
-    factory = load_workload(spec.workload)
+    factory = load_workload(spec.workload.entry)
     seed_everything(spec.seed)
     workload = factory.build(spec.params, seed=spec.seed, device=device, steps=spec.steps)
-    refused = data_digest_problem(workload, spec.data_sha256)
+    refused = data_digest_problem(workload, spec.workload.data_sha256)
     if refused is not None:  # the data check passed elsewhere: this machine has other bytes
         raise DataError(str(refused))
     if device.type == "cuda":
@@ -407,8 +408,8 @@ def run_status(
         return "failed"
     if stop is not None:
         return "stopped"
-    value = metrics.get(spec.metric)
-    if value is not None and meets_threshold(value, spec.direction, spec.threshold):
+    value = metrics.get(spec.metric.name)
+    if value is not None and meets_threshold(value, spec.metric.direction, spec.metric.threshold):
         return "accepted"
     return "rejected"
 

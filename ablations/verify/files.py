@@ -44,9 +44,11 @@ class FolderProblem:
     message: str
 
     def __str__(self) -> str:
-        # A library's message may carry terminal codes (torch's unpickling error is bold):
-        # one plain line per problem, whatever the terminal or the file it goes to.
-        return TERMINAL_CODES.sub("", f"{self.file}: {self.message}")
+        # A library's message may carry terminal codes (torch's unpickling error is bold) or
+        # lines of its own (SQLAlchemy's adds the SQL and a link): one plain line per problem,
+        # whatever the terminal or the file it goes to.
+        line = TERMINAL_CODES.sub("", f"{self.file}: {self.message}")
+        return " ".join(part.strip() for part in line.splitlines() if part.strip())
 
 
 def _digest(path: Path) -> str:

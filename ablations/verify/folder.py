@@ -96,7 +96,7 @@ def verify_folder(
     add = found.problems.extend
     for key in REQUIRED:
         if key not in manifest.model_fields_set:
-            add([FolderProblem(MANIFEST, f"has no {key!r}: the export did not finish")])
+            add([FolderProblem(MANIFEST, f"has no {key!r}: the results step did not finish")])
     plan, plan_hash = _registered_plan(out_dir, manifest, found)
     rows = _rows(manifest, found)
     found.runs = len(rows)
@@ -318,7 +318,7 @@ def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verificat
             found.problems.append(
                 FolderProblem(name, f"checkpoint URI {uri} differs from manifest.json's")
             )
-        listed = row.artifact_paths
+        listed = row.run_file_paths
         if isinstance(row.artifacts, list) and listed != record.artifacts:
             found.problems.append(
                 FolderProblem(
@@ -356,7 +356,7 @@ def _check_artifacts(
         model = None
         record = row.record()
         signed = record.export_sha256 if record is not None else {}
-        for entry in row.artifact_entries:
+        for entry in row.run_file_entries:
             named.add(entry.path)
             trouble = check_entry(out_dir, entry, f"run {run_id}")
             if entry.kind != "record" and signed and signed.get(entry.path) != entry.sha256:
@@ -373,7 +373,7 @@ def _check_artifacts(
             found.files += 1
             if entry.kind == "model" and not trouble:
                 model = entry.path
-        has_model = any(e.kind == "model" for e in row.artifact_entries)
+        has_model = any(e.kind == "model" for e in row.run_file_entries)
         if row.status == "accepted":
             if not has_model and weights:
                 problems.append(

@@ -37,7 +37,7 @@ def run_spec(spec: RunSpec) -> RunRecord:
 
         hook = hook_for(spec)
     try:
-        factory = load_workload(spec.workload)
+        factory = load_workload(spec.workload.entry)
     except WorkloadError:
         factory = None  # `execute` records the same failure as the run's
     if is_external(factory):  # its framework owns the loop: ablations.byo
@@ -66,7 +66,7 @@ def preflight_start(
 
     started = time.perf_counter()
     try:
-        factory = load_workload(spec.workload)
+        factory = load_workload(spec.workload.entry)
         restart, reference = None, None
         if is_external(factory):  # its data is its own: nothing to inspect; see ablations.byo
             check = getattr(factory, "preflight", None)
@@ -80,7 +80,9 @@ def preflight_start(
         workload = factory.build(
             spec.params, seed=spec.seed, device=torch.device(spec.device), steps=spec.steps
         )
-        problems = [str(p) for p in check_data(workload, expected_inputs, spec.data_sha256)]
+        problems = [
+            str(p) for p in check_data(workload, expected_inputs, spec.workload.data_sha256)
+        ]
         del workload
         if spec.stop_rules.restart.enabled and spec.checkpoint is not None:
             from ablations.preflight.restart_check import reference_half, restart_check

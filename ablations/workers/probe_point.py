@@ -103,13 +103,13 @@ def probe_variant(spec: RunSpec, batch_sizes: list[int], steps: int) -> list[Pro
     from ablations.byo import is_external
     from ablations.run.workload import load_workload
 
-    factory = load_workload(spec.workload)
+    factory = load_workload(spec.workload.entry)
     if is_external(factory):
         return [measure_external(spec, factory, steps)]
     planned_batch = spec.params.get(BATCH_PARAM)
     sizes = sorted({*batch_sizes, *([int(planned_batch)] if planned_batch is not None else [])})
     points: list[ProbePoint] = []
-    for group, override in probe_groups(spec.workload, spec.params).items():
+    for group, override in probe_groups(spec.workload.entry, spec.params).items():
         for size in sizes:
             params = {**spec.params, **override, BATCH_PARAM: size}
             point = measure(spec.model_copy(update={"params": params}), steps, group)
@@ -139,7 +139,7 @@ def measure(spec: RunSpec, steps: int, group: str) -> ProbePoint:
         started = time.perf_counter()
         memory.start()
         seed_everything(spec.seed)
-        workload = load_workload(spec.workload).build(
+        workload = load_workload(spec.workload.entry).build(
             spec.params, seed=spec.seed, device=device, steps=spec.steps
         )
         _sync(device)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ablations.campaign.admission import run_name
+from ablations.campaign.opening import run_name
 from ablations.cli import main
 from ablations.errors import PlanError
 from ablations.plan.io import MAX_PLAN_BYTES, plan_text_of

@@ -15,8 +15,10 @@ import pytest
 import yaml
 
 from ablations.campaign.folder import CampaignFolder
-from ablations.campaign.state import atomic_write_text, register, save_record
+from ablations.campaign.opening import register
+from ablations.campaign.state import save_record
 from ablations.errors import AblationError
+from ablations.files.atomic import atomic_write_text
 from ablations.run.records import RunRecord
 from tests.conftest import ROOT
 from tests.flows.conftest import TINY_PLAN

@@ -25,6 +25,7 @@ from ablations.plan.infrastructure import CheckpointSection
 from ablations.plan.variants import run_id
 from ablations.run.records import RunSpec
 from ablations.workers.jobs import run_spec
+from tests.specs import bare_spec
 
 
 class _CreatesAFile:
@@ -38,11 +39,11 @@ class _CreatesAFile:
 
 
 def _spec(store: Path, out: Path) -> RunSpec:
-    return RunSpec(
+    return bare_spec(
         run_id="control-s0-0123456789", campaign_id="sec", plan_hash="h" * 64,
         variant="control", category="essential", phase="main", seed=0,
         params={"width": 16, "depth": 1, "batch_size": 32}, steps=60, eval_every=30,
-        workload="ablations.workloads.digits:DigitsWorkload", metric="accuracy",
+        entry="ablations.workloads.digits:DigitsWorkload", metric="accuracy",
         threshold=0.0, out_dir=str(out),
         checkpoint=CheckpointSection(store=f"file://{store}", interval={"steps": 20}),
     )  # fmt: skip

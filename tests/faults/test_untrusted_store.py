@@ -29,16 +29,17 @@ from ablations.run.records import RunSpec
 from ablations.security.signing import SIGNING_KEY_ENV
 from flows.pool import PoolExecutor, PoolSettings
 from tests.s3_server import BUCKET
+from tests.specs import bare_spec
 
 ATTEMPT = "1-0123456789ab"
 RUN_ID = "control-s0-0123456789"
 
 
 def _spec(section: CheckpointSection, out: Path) -> RunSpec:
-    return RunSpec(
+    return bare_spec(
         run_id=RUN_ID, campaign_id="trust", plan_hash="h" * 64, variant="control",
         category="essential", phase="main", seed=0, params={"width": 8}, steps=10,
-        eval_every=5, workload="ablations.workloads.digits:DigitsWorkload", metric="accuracy",
+        eval_every=5, entry="ablations.workloads.digits:DigitsWorkload", metric="accuracy",
         threshold=0.5, checkpoint=section, out_dir=str(out),
     )  # fmt: skip
 
@@ -272,7 +273,7 @@ def test_a_pool_host_with_an_allow_list_refuses_other_workloads_before_import(
 
     monkeypatch.setenv("ABLATE_ALLOW_ENTRY", "mypkg")
     monkeypatch.setenv("ABLATE_SLOT_DIR", str(tmp_path / "slots"))
-    foreign = spec.model_copy(update={"workload": "os:system"})
+    foreign = spec.with_workload(entry="os:system")
     with pytest.raises(WorkloadError, match="'os:system' is not on this server's allow-list"):
         run_on_host(foreign, "run", None, attempt=ATTEMPT)
     assert not (tmp_path / "slots").exists()  # refused before a slot was leased

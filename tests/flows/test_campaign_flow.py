@@ -20,17 +20,36 @@ pytestmark = pytest.mark.slow
 
 
 def _run(tmp_path: Path, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    from ablations.campaign.folder import MANIFEST
+    from ablations.campaign.manifest import Manifest
     from flows.campaign import ablation_campaign
 
     data["checkpoint"]["store"] = f"file://{tmp_path}/ckpt"
     manifest = ablation_campaign(plan_yaml=plan_text(data), out_dir=str(tmp_path / "out"), **kwargs)
-    return json.loads(Path(manifest).read_text())
+    # the flow returns the manifest the results step wrote, not a path to read back
+    assert isinstance(manifest, Manifest)
+    written = (tmp_path / "out" / MANIFEST).read_text()
+    assert manifest.to_json() == written
+    return dict(json.loads(written))
 
 
 def test_two_cpu_slots_are_both_used_and_never_overlap(
-    prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any]
+    prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from ablations.plan import io as plan_io
+
+    parses: list[str | None] = []
+    parse = plan_io.parse_plan  # every plan text is parsed through it (`plan_from_text`)
+
+    def counted(data: Any, source: str | None = None, **kwargs: Any) -> Any:
+        parses.append(source)
+        return parse(data, source, **kwargs)
+
+    monkeypatch.setattr(plan_io, "parse_plan", counted)
     manifest = _run(tmp_path, tiny_plan)
+    # A flow run from its form alone (the UI's, a work pool's) parses its plan once in its own
+    # process, its name included (the results worker parses its copy in its own)
+    assert parses == ["plan_yaml"]
     runs = [r for r in manifest["runs"] if r["status"] != "trimmed"]
     assert {r["slot"] for r in runs} == {"cpu#0", "cpu#1"}
     for slot in ("cpu#0", "cpu#1"):

@@ -62,7 +62,7 @@ def test_the_served_entrypoint_is_absolute_and_loads_from_anywhere(
 def test_flow_runs_are_named_after_the_campaign_or_say_the_input_is_invalid(
     tmp_path: Path,
 ) -> None:
-    from ablations.campaign.admission import run_name
+    from ablations.campaign.opening import run_name
     from tests.flows.conftest import TINY_PLAN, plan_text
 
     plan = tmp_path / "plan.yaml"

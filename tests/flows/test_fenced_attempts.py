@@ -30,8 +30,8 @@ PAUSED_AT = 25  # after the commit of step 20, before the one of step 30
 
 def _registered_spec(tmp_path: Path, tiny_plan: dict[str, Any]) -> RunSpec:
     from ablations.campaign.campaign import Campaign
+    from ablations.campaign.opening import register
     from ablations.campaign.specs import spec_for
-    from ablations.campaign.state import register
 
     tiny_plan["workload"].update(steps=60, entry="tests.faults.workloads:FaultDigits")
     tiny_plan["checkpoint"] = {"store": f"file://{tmp_path / 'store'}", "interval": {"steps": 10}}

@@ -145,7 +145,7 @@ def test_the_manifest_validates_and_is_written_again_byte_for_byte(campaign: Cam
     manifest = read_manifest(campaign.out)
     assert manifest.to_json() == text  # the typed model loses and adds nothing
     accepted = [r for r in manifest.runs if r.status == "accepted"]
-    assert accepted and all(r.artifact("model") and r.checkpoint.uri for r in accepted)
+    assert accepted and all(r.run_file("model") and r.checkpoint.uri for r in accepted)
 
 
 def test_no_planted_credential_in_the_folder_or_the_logs(campaign: Campaign) -> None:

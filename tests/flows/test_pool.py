@@ -20,8 +20,8 @@ import yaml
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.folder import MANIFEST, RELOAD, REPORT, RUNS_CSV, CampaignFolder
 from ablations.campaign.manifest import read_manifest
+from ablations.campaign.opening import register
 from ablations.campaign.specs import spec_for
-from ablations.campaign.state import register
 from ablations.checkpoint import fence
 from ablations.plan.infrastructure import ResourcesSection
 from ablations.plan.variants import Phase
@@ -165,15 +165,14 @@ def test_write_results_exports_a_finished_folder_in_this_process(
                 timings=Timings(load=0.5, train=1.5), started_at=1000.0 + i, ended_at=1001.0 + i,
             )
         )  # fmt: skip
-    path = _offline().write_results(campaign)
-    assert path == out / MANIFEST
-    manifest = read_manifest(out)
+    manifest = _offline().write_results(campaign)
+    assert manifest == read_manifest(out)  # as written
     assert [r.run_id for r in manifest.runs] == [r.run_id for r in runs]
     assert {r.status for r in manifest.runs} == {"accepted"}
     listed = {e.path for e in manifest.files or []}
     assert {RUNS_CSV, REPORT, RELOAD} <= listed
     assert all((out / name).stat().st_size > 0 for name in listed)
-    assert json.loads(path.read_text())["campaign_id"] == tiny_plan["campaign"]["id"]
+    assert json.loads((out / MANIFEST).read_text())["campaign_id"] == tiny_plan["campaign"]["id"]
 
 
 def test_a_refused_result_is_recorded_untrusted_and_the_run_submitted_afresh(

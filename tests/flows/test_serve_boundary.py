@@ -15,7 +15,7 @@ import pytest
 from ablations.campaign.lock import hold_folder
 from ablations.errors import InputError
 from ablations.security.entries import entry_allowed
-from flows.boundary import ENTRIES_ENV, ROOTS_ENV, STORES_ENV, Boundary, admitted_plan_text
+from flows.boundary import ENTRIES_ENV, ROOTS_ENV, STORES_ENV, Boundary, admitted
 from tests.flows.conftest import plan_text
 
 
@@ -135,14 +135,14 @@ def test_leftovers_in_a_folder_not_registered_to_the_campaign_are_never_deleted(
 
 def test_inside_the_boundary_the_plan_is_admitted(served: Path, tiny_plan: dict[str, Any]) -> None:
     text = plan_text(tiny_plan)  # the built-in digits workload
-    assert admitted_plan_text("", text, str(served / "out")) == text
+    assert admitted("", text, str(served / "out")).text == text
     plan = served / "plan.yaml"
     plan.write_text(text)
-    assert admitted_plan_text(str(plan), "", str(served / "out")) == text
+    assert admitted(str(plan), "", str(served / "out")).text == text
 
 
 @pytest.mark.parametrize(
-    ("checkpoint", "admitted"),
+    ("checkpoint", "accepted"),
     [
         ({"store": "file://checkpoints"}, True),  # inside the output folder
         ({"store": "memory://x"}, True),
@@ -162,7 +162,7 @@ def test_a_served_plans_store_must_lie_inside_what_the_operator_allows(
     tiny_plan: dict[str, Any],
     monkeypatch: pytest.MonkeyPatch,
     checkpoint: dict[str, str],
-    admitted: bool,
+    accepted: bool,
 ) -> None:
     root, outside, allowed = tmp_path / "root", tmp_path / "outside", tmp_path / "allowed"
     for folder in (root, outside, allowed):
@@ -176,11 +176,11 @@ def test_a_served_plans_store_must_lie_inside_what_the_operator_allows(
         k: v.format(root=root, outside=outside, allowed=allowed) for k, v in checkpoint.items()
     }
     text = plan_text(tiny_plan)
-    if admitted:
-        assert admitted_plan_text("", text, str(root / "out")) == text
+    if accepted:
+        assert admitted("", text, str(root / "out")).text == text
         return
     with pytest.raises(InputError, match=r"checkpoint.store .* is outside what this server"):
-        admitted_plan_text("", text, str(root / "out"))
+        admitted("", text, str(root / "out"))
     assert not (outside / "ckpt").exists()
 
 
@@ -235,7 +235,7 @@ def test_every_module_an_adapter_imports_is_on_the_allow_list(
 ) -> None:
     tiny_plan["workload"].update(workload)
     with pytest.raises(InputError, match=f"'{refused}"):
-        admitted_plan_text("", plan_text(tiny_plan), str(served / "out"))
+        admitted("", plan_text(tiny_plan), str(served / "out"))
 
 
 def test_a_lightning_plan_of_allowed_modules_is_admitted(
@@ -243,4 +243,4 @@ def test_a_lightning_plan_of_allowed_modules_is_admitted(
 ) -> None:
     tiny_plan["workload"]["lightning"] = {"module": "okpkg.model:Net", "data": "okpkg.data:D"}
     text = plan_text(tiny_plan)
-    assert admitted_plan_text("", text, str(served / "out")) == text
+    assert admitted("", text, str(served / "out")).text == text

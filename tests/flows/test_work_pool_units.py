@@ -81,8 +81,8 @@ def test_the_worker_side_leaves_record_outputs_and_heartbeat_in_the_store(
     tmp_path: Path, tiny_plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from ablations.campaign.campaign import Campaign
+    from ablations.campaign.opening import register
     from ablations.campaign.specs import spec_for
-    from ablations.campaign.state import register
     from ablations.checkpoint import fence, open_store
 
     store = tmp_path / "store"

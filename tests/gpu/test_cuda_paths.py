@@ -27,6 +27,7 @@ from ablations.workers.jobs import RunJob
 from ablations.workers.probe_point import probe_variant
 from ablations.workers.worker import START_METHOD_ENV, SlotWorker
 from ablations.workloads.charlm import CharLMWorkload, bf16_supported
+from tests.specs import bare_spec
 
 ON_A_CARD = [
     pytest.mark.gpu,
@@ -42,10 +43,10 @@ def spec(**fields: Any) -> RunSpec:
     base: dict[str, Any] = dict(
         run_id="gpu-s0", campaign_id="gpu", plan_hash="0" * 64, variant="control",
         category="essential", phase="main", seed=0, params=SMALL, steps=20, eval_every=10,
-        workload="ablations.workloads.charlm:CharLMWorkload", metric="val_loss",
+        entry="ablations.workloads.charlm:CharLMWorkload", metric="val_loss",
         direction="minimize", threshold=100.0, device="cuda:0",
     )  # fmt: skip
-    return RunSpec(**{**base, **fields})
+    return bare_spec(**{**base, **fields})
 
 
 @pytest.mark.parametrize("device", DEVICES)

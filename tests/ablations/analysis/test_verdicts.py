@@ -185,21 +185,17 @@ def test_the_demo_keep_pixels_32_is_input_truncated_on_every_seed() -> None:
     runs = [r for r in planned_runs(plan, plan_hash(plan)) if r.phase == "main" and r.look == 0]
     truncated = [
         execute(
-            RunSpec(
+            RunSpec.of(
+                plan,
+                "0" * 64,
                 run_id=r.run_id,
-                campaign_id=plan.campaign.id,
-                plan_hash="0" * 64,
                 variant=r.variant,
                 category=r.category,
                 phase=r.phase,
                 seed=r.seed,
                 params=r.params,
                 steps=r.steps,
-                eval_every=plan.workload.eval_every,
-                workload=plan.workload.entry,
-                metric=plan.metric.name,
-                threshold=plan.metric.threshold,
-                stop_rules=plan.stop_rules,
+                checkpoint=None,
             )
         )
         for r in runs

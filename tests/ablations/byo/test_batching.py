@@ -22,17 +22,18 @@ from ablations.errors import WorkloadError
 from ablations.plan.infrastructure import CheckpointSection
 from ablations.plan.workload import COMMAND_ENTRY
 from ablations.run.records import RunSpec
+from tests.specs import bare_spec
 
 
 def spec(tmp_path: Path, **changes: object) -> RunSpec:
     fields: dict[str, object] = dict(
         run_id="r", campaign_id="c", plan_hash="0" * 16, variant="control",
         category="essential", phase="main", seed=0, params={}, steps=100, eval_every=50,
-        workload=COMMAND_ENTRY, command=["python", "t.py"], metric="mse",
+        entry=COMMAND_ENTRY, command=["python", "t.py"], metric="mse",
         direction="minimize", threshold=10.0,
     )  # fmt: skip
     fields.update(changes)
-    return RunSpec.model_validate(fields)
+    return bare_spec(**fields)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from ablations.plan.infrastructure import CheckpointSection
 from ablations.plan.workload import COMMAND_ENTRY
 from ablations.process.scratch import scratch_root
 from ablations.run.records import RunSpec
+from tests.specs import bare_spec
 
 SCRIPT = Path(__file__).with_name("linear_script.py")
 
@@ -23,12 +24,12 @@ def spec_for(store: CheckpointSection | None, tmp_path: Path, **changes: object)
     fields: dict[str, object] = dict(
         run_id="control-s0-abc", campaign_id="byo", plan_hash="0" * 16, variant="control",
         category="essential", phase="main", seed=0, params={"lr": 0.05}, steps=100,
-        eval_every=25, workload=COMMAND_ENTRY,
+        eval_every=25, entry=COMMAND_ENTRY,
         command=["python", str(SCRIPT), "--lr", "{lr}"], metric="mse", direction="minimize",
         threshold=0.5, checkpoint=store, out_dir=str(tmp_path / "out"),
     )  # fmt: skip
     fields.update(changes)
-    return RunSpec.model_validate(fields)
+    return bare_spec(**fields)
 
 
 def run(spec: RunSpec):  # type: ignore[no-untyped-def]

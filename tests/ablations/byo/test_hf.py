@@ -18,6 +18,7 @@ from ablations.plan.workload import HF_TRAINER_ENTRY
 from ablations.run.records import RunRecord, RunSpec
 from tests.ablations.byo.campaigns import committed_on_request
 from tests.conftest import ROOT
+from tests.specs import bare_spec
 
 TINY = "tests.ablations.byo.hf_tiny"
 PARAMS = {"lora_rank": 4, "precision": "fp32", "lr": 0.003, "max_seq_len": 32, "batch_size": 4}
@@ -27,11 +28,11 @@ def spec_for(tmp_path: Path, **changes: Any) -> RunSpec:
     fields: dict[str, Any] = dict(
         run_id="control-s0-abc", campaign_id="byo", plan_hash="0" * 16, variant="control",
         category="essential", phase="main", seed=0, params=PARAMS, steps=30, eval_every=10,
-        workload=HF_TRAINER_ENTRY, hf_trainer=f"{TINY}:make_trainer", metric="eval_loss",
+        entry=HF_TRAINER_ENTRY, hf_trainer=f"{TINY}:make_trainer", metric="eval_loss",
         direction="minimize", threshold=5.0, out_dir=str(tmp_path / "out"),
     )  # fmt: skip
     fields.update(changes)
-    return RunSpec.model_validate(fields)
+    return bare_spec(**fields)
 
 
 def run(spec: RunSpec) -> RunRecord:

@@ -19,6 +19,7 @@ from ablations.plan.model import parse_plan
 from ablations.plan.workload import LIGHTNING_ENTRY, LightningSection
 from ablations.run.records import RunRecord, RunSpec
 from tests.ablations.byo.campaigns import committed_on_request
+from tests.specs import bare_spec
 
 NET = "tests.ablations.byo.lightning_net"
 LIGHTNING = {"module": f"{NET}:Net", "data": f"{NET}:Sine"}
@@ -28,11 +29,11 @@ def spec_for(tmp_path: Path, **changes: Any) -> RunSpec:
     fields: dict[str, Any] = dict(
         run_id="control-s0-abc", campaign_id="byo", plan_hash="0" * 16, variant="control",
         category="essential", phase="main", seed=0, params={"lr": 0.05}, steps=40,
-        eval_every=20, workload=LIGHTNING_ENTRY, lightning=LIGHTNING, metric="mse",
+        eval_every=20, entry=LIGHTNING_ENTRY, lightning=LIGHTNING, metric="mse",
         direction="minimize", threshold=0.6, out_dir=str(tmp_path / "out"),
     )  # fmt: skip
     fields.update(changes)
-    return RunSpec.model_validate(fields)
+    return bare_spec(**fields)
 
 
 def run(spec: RunSpec) -> RunRecord:

@@ -19,8 +19,8 @@ from ablations.errors import InputError
 from ablations.plan.infrastructure import CheckpointSection
 from ablations.plan.io import load_plan
 from ablations.plan.workload import COMMAND_ENTRY
-from ablations.run.records import RunSpec
 from tests.conftest import ROOT
+from tests.specs import bare_spec
 
 RECIPE = ROOT / "ablations" / "recipes" / "command.yaml"
 SCRIPT = ROOT / "ablations" / "recipes" / "command" / "train.py"
@@ -72,14 +72,14 @@ def test_the_recipe_script_resumes_to_the_straight_result(
     fields = dict(
         run_id="control-s0", campaign_id="recipe", plan_hash="0" * 16, variant="control",
         category="essential", phase="main", seed=0, params=plan.control.params, steps=60,
-        eval_every=30, workload=COMMAND_ENTRY, command=plan.workload.command, metric="mse",
+        eval_every=30, entry=COMMAND_ENTRY, command=plan.workload.command, metric="mse",
         direction="minimize", threshold=10.0,
     )  # fmt: skip
-    straight = execute(RunSpec.model_validate(fields), CommandWorkload)
+    straight = execute(bare_spec(**fields), CommandWorkload)
     store = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 20})
-    pilot = RunSpec.model_validate({**fields, "checkpoint": store, "until": 30})
+    pilot = bare_spec(**{**fields, "checkpoint": store, "until": 30})
     assert execute(pilot, CommandWorkload, CheckpointManager(pilot)).steps_done == 30
-    main = RunSpec.model_validate({**fields, "checkpoint": store})
+    main = bare_spec(**{**fields, "checkpoint": store})
     resumed = execute(main, CommandWorkload, CheckpointManager(main))
     assert resumed.checkpoint.resumed_from_step == 30
     assert resumed.status == straight.status == "accepted"
@@ -110,10 +110,10 @@ def test_a_pilot_shorter_than_the_evaluation_cadence_evaluates_at_its_last_step(
     gate reads it), though its step is no multiple of eval_every."""
     plan = load_plan(RECIPE)
     monkeypatch.chdir(ROOT)
-    spec = RunSpec(
+    spec = bare_spec(
         run_id="control-s0", campaign_id="recipe", plan_hash="0" * 16, variant="control",
         category="essential", phase="pilot", seed=0, params=plan.control.params, steps=100,
-        until=30, eval_every=50, workload=COMMAND_ENTRY, command=plan.workload.command,
+        until=30, eval_every=50, entry=COMMAND_ENTRY, command=plan.workload.command,
         metric="mse", direction="minimize", threshold=10.0,
     )  # fmt: skip
     record = execute(spec, CommandWorkload)

@@ -15,17 +15,18 @@ import yaml
 from ablations.analysis.looks import Looks
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
-from ablations.campaign.folder import MANIFEST, REPORT, CampaignFolder
+from ablations.campaign.folder import REPORT, CampaignFolder
 from ablations.campaign.gate import GateDecision
 from ablations.campaign.looks import decide_look, look_runs
-from ablations.campaign.manifest import read_manifest
-from ablations.campaign.state import register, save_record
+from ablations.campaign.manifest import Manifest, read_manifest
+from ablations.campaign.opening import register
+from ablations.campaign.state import save_record
 from ablations.campaign.steps import (
-    execute_registered_run,
-    gate_recommendation,
-    preflight_once,
+    execute_run,
+    project_campaign,
+    recommend_gate,
     record_gate_decision,
-    registered_projection,
+    run_preflight,
 )
 from ablations.errors import InputError
 from ablations.plan.model import Plan
@@ -67,7 +68,7 @@ class InProcess:
     def preflight(self, spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
         return PreflightReport(passed=True, seconds=0.5)
 
-    def write_results(self, campaign: Campaign) -> Path:
+    def write_results(self, campaign: Campaign) -> Manifest:
         return write_results(campaign)
 
 
@@ -108,26 +109,26 @@ def test_every_step_of_a_campaign_uses_the_plan_parsed_once(
     campaign = Campaign.load(out)
     assert parses == {"plan": 1, "plan.yaml": 1}
 
-    registered_projection(campaign, 1)
-    assert preflight_once(campaign, executor).passed
+    project_campaign(campaign, 1)
+    assert run_preflight(campaign, executor).passed
     for run in campaign.phase("pilot"):
-        execute_registered_run(campaign, run.run_id, executor)
+        execute_run(campaign, run.run_id, executor)
     assert curves_so_far(campaign, "the pilot") is None  # no metrics files: nothing drawn
-    decision = record_gate_decision(campaign, gate_recommendation(campaign, 1))
+    decision = record_gate_decision(campaign, recommend_gate(campaign, 1))
     assert decision.decision == "continue", decision.reason
     for look in range(3):
         runs = look_runs(campaign, look)
         if not runs:
             break
         for run in runs:
-            execute_registered_run(campaign, run.run_id, executor)
+            execute_run(campaign, run.run_id, executor)
         if not decide_look(campaign, look, 1).still_open:
             break
-    path = executor.write_results(campaign)
+    manifest = executor.write_results(campaign)
 
     assert parses == {"plan": 1, "plan.yaml": 1}  # none of the steps parsed it again
-    assert path == out / MANIFEST and (out / REPORT).is_file()
-    manifest = read_manifest(out)
+    assert (out / REPORT).is_file()
+    assert manifest == read_manifest(out)  # the manifest written, handed back as it is
     assert manifest.decision_reached and manifest.files
     assert {r.status for r in manifest.runs} <= {"accepted", "unneeded"}
 
@@ -141,7 +142,7 @@ def test_the_results_step_reports_what_ablate_report_rebuilds_from_the_manifest(
     executor = InProcess()
     for run in campaign.runs:
         if run.phase == "pilot" or run.look == 0:
-            execute_registered_run(campaign, run.run_id, executor)
+            execute_run(campaign, run.run_id, executor)
     campaign.folder.write_gate(GateDecision(decision="continue", reason="healthy", source="ui"))
     decide_look(campaign, 0, 1)
     write_results(campaign)
@@ -154,7 +155,7 @@ def test_the_results_step_reports_what_ablate_report_rebuilds_from_the_manifest(
 
 def test_a_campaign_finds_its_runs_and_reads_its_state_when_asked(out: Path) -> None:
     campaign = Campaign.load(out)
-    assert campaign.out_dir == out and campaign.folder.root == out
+    assert campaign.out_dir == out and campaign.folder.out_dir == out
     assert campaign.registration.out_dir == str(out.resolve())
     pilot, main = campaign.phase("pilot"), campaign.phase("main")
     assert [*pilot, *main] == list(campaign.runs)

@@ -14,7 +14,8 @@ import yaml
 from ablations.campaign import code as code_module
 from ablations.campaign.code import workload_code
 from ablations.campaign.folder import CampaignFolder
-from ablations.campaign.state import register, save_record
+from ablations.campaign.opening import register
+from ablations.campaign.state import save_record
 from ablations.errors import CampaignConflictError, InputError
 from ablations.plan.model import Plan, parse_plan
 from ablations.run.records import RunRecord

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ablations.campaign.lock import LOCK_NAME, hold_folder
-from ablations.campaign.state import existing_registration
+from ablations.campaign.opening import existing_registration
 from ablations.cli import EXIT_INPUT, main
 from ablations.errors import FolderBusyError
 from ablations.plan.io import load_plan

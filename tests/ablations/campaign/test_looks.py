@@ -14,7 +14,8 @@ import yaml
 from ablations.analysis.looks import Looks, unneeded_runs
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.looks import decide_look, look_runs, recorded_looks, rejudged_looks
-from ablations.campaign.state import register, save_record
+from ablations.campaign.opening import register
+from ablations.campaign.state import save_record
 from ablations.plan.variants import PlannedRun
 from ablations.run.records import RunRecord, Stop
 from tests.ablations.analysis.synthetic import PLAN

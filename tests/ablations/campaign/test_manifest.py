@@ -21,8 +21,8 @@ from ablations.campaign.campaign import Campaign
 from ablations.campaign.folder import MANIFEST, CampaignFolder
 from ablations.campaign.gate import GateDecision
 from ablations.campaign.manifest import Manifest, ManifestRun, parse_manifest, read_manifest
-from ablations.campaign.state import register
-from ablations.campaign.steps import registered_projection
+from ablations.campaign.opening import register
+from ablations.campaign.steps import project_campaign
 from ablations.cli import main
 from ablations.errors import ManifestError
 from ablations.plan.variants import PlannedRun
@@ -57,14 +57,14 @@ def test_a_committed_manifest_is_written_again_byte_for_byte(name: str) -> None:
         else:
             record = row.record()
             assert record is not None and record.status == row.status
-            assert record.artifacts == row.artifact_paths
+            assert record.artifacts == row.run_file_paths
 
 
 def test_a_format_1_row_names_its_files_by_kind() -> None:
     manifest = parse_manifest(FIXTURES / "manifest-format1.json")
     assert manifest.manifest_format == 1 and manifest.files is None
     row = manifest.runs[0]
-    assert row.artifact_entries == [] and row.artifact("model") == (
+    assert row.run_file_entries == [] and row.run_file("model") == (
         "models/pilot-control-s0-8c1e5ee3bd.pt"
     )
 
@@ -77,7 +77,7 @@ def exported(tmp_path: Path) -> Path:
     register(plan_text(TINY_PLAN), out)
     campaign = Campaign.load(out)
     folder = campaign.folder
-    registered_projection(campaign, slots=1)
+    project_campaign(campaign, slots=1)
     folder.write_preflight(PreflightReport(passed=True, seconds=1.25))
     folder.write_gate(GateDecision(decision="continue", reason="healthy", decided_at=1002.0))
     runs = campaign.runs
@@ -156,13 +156,15 @@ def test_a_malformed_manifest_is_one_error_naming_the_file_and_field(
     assert named in capsys.readouterr().err
 
 
-def test_the_manifest_is_read_once_while_the_file_is_unchanged(exported: Path) -> None:
+def test_the_manifest_is_read_from_the_file_at_each_call(exported: Path) -> None:
+    """No cache: a reader gets the file as it is now (its callers read it once, and `ablate
+    run` is handed the manifest the results step wrote)."""
     first = read_manifest(exported)
-    assert read_manifest(exported) is first and CampaignFolder(exported).manifest() is first
+    assert CampaignFolder(exported).manifest() == first
     _tamper(exported, {"decision_reached": "changed"})
-    os.utime(exported / MANIFEST, ns=(1, 1))  # a changed file is read again, whatever its size
+    os.utime(exported / MANIFEST, ns=(1, 1))  # even with the mtime of long ago
     again = read_manifest(exported)
-    assert again is not first and again.decision_reached == "changed"
+    assert again.decision_reached == "changed" and first.decision_reached != "changed"
 
 
 def test_unknown_top_level_keys_are_kept_and_missing_parts_are_verifys_findings(
@@ -172,4 +174,4 @@ def test_unknown_top_level_keys_are_kept_and_missing_parts_are_verifys_findings(
     manifest = read_manifest(tmp_path)
     assert isinstance(manifest, Manifest) and manifest.model_extra == {"annotated_by": "a tool"}
     lines = [str(p) for p in verify_folder(tmp_path).problems]
-    assert "manifest.json: has no 'campaign_id': the export did not finish" in lines
+    assert "manifest.json: has no 'campaign_id': the results step did not finish" in lines

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ablations.campaign.campaign import Campaign
+from ablations.campaign.opening import register
 from ablations.campaign.specs import spec_for
-from ablations.campaign.state import register
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
 from ablations.run.records import RunSpec
@@ -51,9 +51,14 @@ def test_every_spec_carries_its_run_and_the_plans_shared_settings(
         )
         assert spec.params == run.params
         assert spec.campaign_id == plan.campaign.id == "tiny"
-        assert spec.workload == plan.workload.entry
-        assert (spec.metric, spec.direction, spec.threshold) == ("loss", "minimize", 2.5)
-        assert spec.eval_every == 15 and spec.stop_rules == plan.stop_rules
+        # the plan's sections whole, not fields copied one by one
+        assert spec.workload == plan.workload and spec.metric == plan.metric
+        assert (spec.metric.name, spec.metric.direction, spec.metric.threshold) == (
+            "loss",
+            "minimize",
+            2.5,
+        )
+        assert spec.workload.eval_every == 15 and spec.stop_rules == plan.stop_rules
         assert spec.out_dir == str(out)
         assert spec.checkpoint is not None and spec.checkpoint.store == f"file://{out}/ckpt"
         assert spec.device == "cpu" and spec.attempt is None  # filled in by the slot / pool

@@ -11,13 +11,13 @@ import yaml
 
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.folder import REFRAME_DRAFT
-from ablations.campaign.state import register
+from ablations.campaign.opening import register
 from ablations.campaign.steps import (
-    execute_registered_run,
+    execute_run,
     gate_decided,
-    gate_recommendation,
-    preflight_once,
+    recommend_gate,
     record_gate_decision,
+    run_preflight,
     write_reframe_draft,
 )
 from ablations.local.executor import LocalSlots, warmup_for
@@ -48,8 +48,8 @@ def test_a_failed_preflight_is_fixed_then_rerun_and_main_runs_resume_from_their_
     # 1. The workload's load_state_dict forgets its batch cursor: a defect to fix.
     monkeypatch.setenv(LOSE_CURSOR, "1")
     with LocalSlots.open([CPU], warmup_for(plan, out)) as executor:
-        failed = preflight_once(campaign, executor)
-        fix = record_gate_decision(campaign, gate_recommendation(campaign, 1))
+        failed = run_preflight(campaign, executor)
+        fix = record_gate_decision(campaign, recommend_gate(campaign, 1))
     assert not failed.passed and failed.restart is not None
     assert fix.decision == "fix" and fix.reason.startswith("restart check: ")
     assert "fix the workload's state_dict/load_state_dict" in fix.reason
@@ -61,12 +61,10 @@ def test_a_failed_preflight_is_fixed_then_rerun_and_main_runs_resume_from_their_
     monkeypatch.delenv(LOSE_CURSOR)
     control = next(r for r in campaign.phase("pilot") if r.variant == "control")
     with LocalSlots.open([CPU], warmup_for(plan, out)) as executor:
-        passed = preflight_once(campaign, executor)
-        pilot = [
-            execute_registered_run(campaign, r.run_id, executor) for r in campaign.phase("pilot")
-        ]
-        decision = record_gate_decision(campaign, gate_recommendation(campaign, 1))
-        main = execute_registered_run(campaign, control.continues or "", executor)
+        passed = run_preflight(campaign, executor)
+        pilot = [execute_run(campaign, r.run_id, executor) for r in campaign.phase("pilot")]
+        decision = record_gate_decision(campaign, recommend_gate(campaign, 1))
+        main = execute_run(campaign, control.continues or "", executor)
     assert passed.passed, passed
     assert failed.check_id and passed.check_id and failed.check_id != passed.check_id
     assert {failed.check_id[:-9], passed.check_id[:-9]} == {f"preflight-{control.run_id}"}

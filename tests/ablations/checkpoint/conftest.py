@@ -15,13 +15,14 @@ from ablations.plan.infrastructure import CheckpointSection
 from ablations.run.hooks import CheckpointHook, RunHistory
 from ablations.run.records import RunSpec
 from ablations.workloads.digits import DigitsWorkload
+from tests.specs import bare_spec
 
 SMALL = {"width": 16, "depth": 1, "batch_size": 32}
 """A tiny digits MLP: a step takes well under a millisecond on CPU."""
 
 
 def make_spec(store: str, run_id: str = "run-a", **checkpoint: Any) -> RunSpec:
-    return RunSpec(
+    return bare_spec(
         run_id=run_id,
         campaign_id="camp",
         plan_hash="hash-1",
@@ -32,7 +33,7 @@ def make_spec(store: str, run_id: str = "run-a", **checkpoint: Any) -> RunSpec:
         params=SMALL,
         steps=40,
         eval_every=20,
-        workload="ablations.workloads.digits:DigitsWorkload",
+        entry="ablations.workloads.digits:DigitsWorkload",
         metric="accuracy",
         threshold=0.1,
         checkpoint=CheckpointSection(store=store, **checkpoint),

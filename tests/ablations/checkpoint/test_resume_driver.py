@@ -38,13 +38,11 @@ def _child(spec: RunSpec, env: dict[str, str] | None = None) -> subprocess.Compl
 
 def _spec(tmp_path: Path, name: str) -> RunSpec:
     spec = make_spec(f"file://{tmp_path}/{name}-ckpt", interval={"steps": 10})
-    return spec.model_copy(
-        update={
-            "workload": "tests.ablations.checkpoint.workloads:CrashingDigits",
-            "out_dir": str(tmp_path / name),
-            "eval_every": 15,  # evaluations inside the resumed stretch, not on save steps
-        }
+    crashing = spec.with_workload(
+        entry="tests.ablations.checkpoint.workloads:CrashingDigits",
+        eval_every=15,  # evaluations inside the resumed stretch, not on save steps
     )
+    return crashing.model_copy(update={"out_dir": str(tmp_path / name)})
 
 
 @pytest.mark.slow  # fault injection: a worker process killed mid-run

@@ -91,8 +91,8 @@ def test_a_relative_file_store_lives_in_the_output_folder(store: str, placed: st
 
 
 def test_run_specs_place_the_store_in_the_campaign_folder(tmp_path: Path) -> None:
+    from ablations.campaign.folder import Registration
     from ablations.campaign.specs import spec_for
-    from ablations.campaign.state import Registration
     from ablations.plan.io import load_plan
     from ablations.plan.runs import planned_runs
     from tests.conftest import ROOT

@@ -54,8 +54,8 @@ def _borrow(worker: SlotWorker) -> Iterator[PreflightOnSlot]:
 
 
 def test_a_checkpoint_missing_state_fails_the_preflight_across_workers(tmp_path: Path) -> None:
-    spec = make_spec(f"file://{tmp_path}/ckpt").model_copy(
-        update={"workload": "tests.ablations.checkpoint.workloads:ForgetfulDigits"}
+    spec = make_spec(f"file://{tmp_path}/ckpt").with_workload(
+        entry="tests.ablations.checkpoint.workloads:ForgetfulDigits"
     )
     with _worker() as first, _worker() as second:
         report = preflight_across(PreflightOnSlot(first), lambda: _borrow(second), spec, None)
@@ -68,7 +68,7 @@ def test_a_continuation_that_cannot_run_is_a_failed_reload(tmp_path: Path) -> No
     with _worker() as first, _worker() as second:
         start = first.do(PreflightStartJob(spec, None))
         assert start.reference is not None
-        broken = check_spec(spec).model_copy(update={"workload": "no_such_module:X"})
+        broken = check_spec(spec).with_workload(entry="no_such_module:X")
         try:
             second.do(ContinueJob(broken, start.reference.until))
         except WorkloadFailed as exc:  # the workload does not import: not the machine's fault

@@ -23,8 +23,8 @@ def test_digits_restarts_exactly(tmp_path: Path, store: str) -> None:
 
 
 def test_a_missing_data_position_is_a_restart_stop(tmp_path: Path) -> None:
-    spec = make_spec(f"memory://forgetful-{tmp_path.name}").model_copy(
-        update={"workload": "tests.ablations.checkpoint.workloads:ForgetfulDigits"}
+    spec = make_spec(f"memory://forgetful-{tmp_path.name}").with_workload(
+        entry="tests.ablations.checkpoint.workloads:ForgetfulDigits"
     )
     stop = restart_check(spec)
     assert stop is not None and stop.rule == "restart" and stop.step == 2
@@ -32,8 +32,8 @@ def test_a_missing_data_position_is_a_restart_stop(tmp_path: Path) -> None:
 
 
 def test_a_checkpoint_that_cannot_be_loaded_is_a_restart_stop(tmp_path: Path) -> None:
-    spec = make_spec(f"file://{tmp_path}/ckpt").model_copy(
-        update={"workload": "tests.ablations.checkpoint.workloads:UnloadableDigits"}
+    spec = make_spec(f"file://{tmp_path}/ckpt").with_workload(
+        entry="tests.ablations.checkpoint.workloads:UnloadableDigits"
     )
     stop = restart_check(spec)  # the fresh process refuses the checkpoint and finds no other
     assert stop is not None and stop.rule == "restart"

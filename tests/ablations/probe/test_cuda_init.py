@@ -19,6 +19,7 @@ from ablations.run.records import RunSpec
 from ablations.training.driver import execute
 from ablations.workers.jobs import probe_on_slot
 from ablations.workloads.digits import DigitsWorkload
+from tests.specs import bare_spec
 
 MIB = 2**20
 
@@ -87,10 +88,10 @@ class HostDigits(DigitsWorkload):
 
 
 def spec(variant: str, **params: Any) -> RunSpec:
-    return RunSpec(
+    return bare_spec(
         run_id=f"probe-{variant}", campaign_id="fresh", plan_hash="0" * 64, variant=variant,
         category="essential", phase="pilot", seed=0, params={"batch_size": 8, **params},
-        steps=20, eval_every=10, workload=f"{__name__}:HostDigits", metric="accuracy",
+        steps=20, eval_every=10, entry=f"{__name__}:HostDigits", metric="accuracy",
         threshold=0.0, device="cuda:0",
     )  # fmt: skip
 

@@ -47,7 +47,8 @@ def test_the_curves_so_far_show_the_finished_runs_inline(tmp_path: Path) -> None
     import yaml
 
     from ablations.campaign.campaign import Campaign
-    from ablations.campaign.state import register, save_record
+    from ablations.campaign.opening import register
+    from ablations.campaign.state import save_record
     from ablations.report.artifact import curves_so_far
     from ablations.run.records import RunRecord
     from tests.ablations.analysis.synthetic import PLAN

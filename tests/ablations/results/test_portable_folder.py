@@ -86,8 +86,8 @@ def test_a_moved_folder_runs_its_runs_where_it_is_now(tmp_path: Path) -> None:
     import yaml
 
     from ablations.campaign.campaign import Campaign
+    from ablations.campaign.opening import register
     from ablations.campaign.specs import spec_for
-    from ablations.campaign.state import register
     from tests.flows.conftest import TINY_PLAN
 
     plan = {**TINY_PLAN, "checkpoint": {"store": "file://checkpoints"}}

@@ -151,7 +151,7 @@ def test_the_example_is_an_accepted_main_run_and_every_file_it_names_exists(
     assert "use run `width-8-s0` (control, seed 0)" in markdown  # not the pilot listed first
     named = set(re.findall(r"'((?:models|metrics|predictions)/[^']+)'", markdown))
     named |= set(re.findall(r'"((?:models|metrics|predictions)/[^"]+)"', markdown))
-    assert named == {e.path for e in manifest.runs[1].artifact_entries}
+    assert named == {e.path for e in manifest.runs[1].run_file_entries}
     assert all((tmp_path / path).is_file() for path in named)
     assert f"within {DEFAULT_TOLERANCE:g}" in markdown
 

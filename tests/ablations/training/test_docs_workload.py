@@ -87,7 +87,7 @@ def test_the_page_names_this_test() -> None:
 
 def test_the_docs_workload_is_accepted() -> None:
     spec = digits_spec(
-        workload=f"{__name__}:LinearWorkload",
+        entry=f"{__name__}:LinearWorkload",
         params={"lr": 0.05},
         steps=200,
         eval_every=100,

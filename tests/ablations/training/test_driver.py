@@ -19,6 +19,7 @@ from ablations.run.workload import Workload
 from ablations.text.units import metric
 from ablations.training.driver import execute, open_run
 from ablations.workloads.digits import DigitsWorkload
+from tests.specs import bare_spec
 
 DIGITS = "ablations.workloads.digits:DigitsWorkload"
 
@@ -36,12 +37,12 @@ def digits_spec(**overrides: Any) -> RunSpec:
         "params": {},
         "steps": 300,
         "eval_every": 50,
-        "workload": DIGITS,
+        "entry": DIGITS,
         "metric": "accuracy",
         "threshold": 0.9,
         **overrides,
     }
-    return RunSpec(**fields)
+    return bare_spec(**fields)
 
 
 def losses_of(spec: RunSpec) -> list[float]:
@@ -163,7 +164,7 @@ def test_a_workload_that_raises_is_failed_not_a_crash(
     monkeypatch: pytest.MonkeyPatch, error: Exception, type_name: str
 ) -> None:
     monkeypatch.setattr(Failing, "ERROR", error)
-    record = execute(digits_spec(workload=f"{__name__}:Failing"))
+    record = execute(digits_spec(entry=f"{__name__}:Failing"))
 
     assert record.status == "failed"
     assert record.stop is None
@@ -173,7 +174,7 @@ def test_a_workload_that_raises_is_failed_not_a_crash(
 
 
 def test_a_workload_that_cannot_be_imported_is_failed() -> None:
-    record = execute(digits_spec(workload="no_such_module:Workload"))
+    record = execute(digits_spec(entry="no_such_module:Workload"))
 
     assert record.status == "failed"
     assert record.error is not None and record.error.type == "WorkloadError"

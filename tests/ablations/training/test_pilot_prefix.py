@@ -14,6 +14,7 @@ from ablations.plan.infrastructure import CheckpointSection
 from ablations.run.records import RunRecord, RunSpec
 from ablations.training.driver import execute
 from tests.ablations.checkpoint.conftest import SMALL
+from tests.specs import bare_spec
 
 STEPS, EVAL_EVERY = 40, 20
 
@@ -31,14 +32,14 @@ def _spec(store: str, out_dir: Path, **fields: Any) -> RunSpec:
         "params": SMALL,
         "steps": STEPS,
         "eval_every": EVAL_EVERY,
-        "workload": "ablations.workloads.digits:DigitsWorkload",
+        "entry": "ablations.workloads.digits:DigitsWorkload",
         "metric": "accuracy",
         "threshold": 0.0,
         "checkpoint": CheckpointSection(store=store, interval={"steps": 1000}),
         "out_dir": str(out_dir),
         **fields,
     }
-    return RunSpec(**values)
+    return bare_spec(**values)
 
 
 def _run(spec: RunSpec, hooked: bool = True) -> RunRecord:

@@ -52,7 +52,7 @@ def test_sigterm_commits_the_current_step_and_the_resumed_run_is_bitwise_equal(
     entry = f"{__name__}:SignalledDigits"
     straight = _execute(_spec(f"file://{tmp_path}/straight", tmp_path / "straight"))
 
-    spec = _spec(f"file://{tmp_path}/ckpt", tmp_path / "out", workload=entry)
+    spec = _spec(f"file://{tmp_path}/ckpt", tmp_path / "out", entry=entry)
     stopped = _execute(spec)
     assert stopped.status == "failed" and stopped.lost and stopped.interrupted
     assert stopped.steps_done == SIGNAL_AT
@@ -78,9 +78,7 @@ def test_sigterm_commits_the_current_step_and_the_resumed_run_is_bitwise_equal(
 
 @pytest.mark.usefixtures("sigterm_sets_the_request")
 def test_with_on_terminate_off_the_run_stops_without_saving_its_step(tmp_path: Path) -> None:
-    spec = _spec(
-        f"file://{tmp_path}/ckpt", tmp_path / "out", workload=f"{__name__}:SignalledDigits"
-    )
+    spec = _spec(f"file://{tmp_path}/ckpt", tmp_path / "out", entry=f"{__name__}:SignalledDigits")
     assert spec.checkpoint is not None
     spec = spec.model_copy(
         update={"checkpoint": spec.checkpoint.model_copy(update={"on_terminate": False})}

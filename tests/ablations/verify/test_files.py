@@ -171,3 +171,11 @@ def test_a_problem_line_carries_no_terminal_codes() -> None:
     # torch's unpickling error is bold: "\x1b[1mWeightsUnpickler error: ...\x1b[0m"
     problem = FolderProblem("models/r.pt", "does not load: \x1b[1mWeightsUnpickler error\x1b[0m: x")
     assert str(problem) == "models/r.pt: does not load: WeightsUnpickler error: x"
+
+
+def test_a_problem_of_several_lines_is_one_line() -> None:
+    # SQLAlchemy's error on a ledger that is not a database: the message, the SQL, a link
+    message = 'DatabaseError: file is not a database\n[SQL: PRAGMA main.table_info("studies")]\n'
+    problem = FolderProblem("ledger.db", message + "(Background on this error at: x)")
+    assert "\n" not in str(problem)
+    assert str(problem).startswith("ledger.db: DatabaseError: file is not a database [SQL: ")

@@ -116,7 +116,7 @@ def test_an_unfinished_export_is_a_problem_not_a_crash(tmp_path: Path) -> None:
 
     (tmp_path / "manifest.json").write_text(json.dumps({"campaign_id": "x", "runs": []}))
     lines = [str(p) for p in verify_folder(tmp_path).problems]
-    assert "manifest.json: has no 'files': the export did not finish" in lines
+    assert "manifest.json: has no 'files': the results step did not finish" in lines
     assert "plan.yaml: missing: the registered plan is needed" in lines
     assert "ledger.db: missing" in lines
 

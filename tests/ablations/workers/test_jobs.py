@@ -76,7 +76,7 @@ def test_registered_counts_the_data_lacks_fail_the_preflight_naming_them(tmp_pat
 
 
 def test_a_checkpoint_missing_state_is_a_restart_stop(tmp_path: Path) -> None:
-    spec = _memory(tmp_path).model_copy(update={"workload": FORGETFUL})
+    spec = _memory(tmp_path).with_workload(entry=FORGETFUL)
     report = preflight_on_slot(spec, None)
     assert not report.passed and report.data_problems == [] and report.restart is not None
     assert report.restart.rule == "restart" and "after reload has loss" in report.restart.message
@@ -85,7 +85,7 @@ def test_a_checkpoint_missing_state_is_a_restart_stop(tmp_path: Path) -> None:
 def test_without_the_restart_rule_or_a_checkpoint_only_the_data_is_checked(
     tmp_path: Path,
 ) -> None:
-    spec = _memory(tmp_path).model_copy(update={"workload": FORGETFUL})
+    spec = _memory(tmp_path).with_workload(entry=FORGETFUL)
     rules = spec.stop_rules.model_copy(
         update={"restart": spec.stop_rules.restart.model_copy(update={"enabled": False})}
     )
@@ -123,7 +123,7 @@ def test_continuing_elsewhere_stops_at_the_reference_and_the_continuation_agrees
 def test_a_continuation_of_a_forgetful_workload_differs_from_its_reference(
     tmp_path: Path,
 ) -> None:
-    spec = make_spec(f"file://{tmp_path}/ckpt").model_copy(update={"workload": FORGETFUL})
+    spec = make_spec(f"file://{tmp_path}/ckpt").with_workload(entry=FORGETFUL)
     start = preflight_start(spec, None, continue_elsewhere=True)
     assert start.reference is not None
     got = continue_check(check_spec(spec), start.reference.until)
@@ -139,13 +139,13 @@ def test_a_memory_store_cannot_be_continued_elsewhere_so_the_check_runs_whole(
     start = preflight_start(_memory(tmp_path), None, continue_elsewhere=True)
     assert start.reference is None and start.restart is None and start.error is None
     stopped = preflight_start(
-        _memory(tmp_path).model_copy(update={"workload": FORGETFUL}), None, continue_elsewhere=True
+        _memory(tmp_path).with_workload(entry=FORGETFUL), None, continue_elsewhere=True
     )
     assert stopped.reference is None and stopped.restart is not None
 
 
 def test_a_preflight_that_crashes_reports_the_error_instead_of_raising(tmp_path: Path) -> None:
-    spec = _memory(tmp_path).model_copy(update={"workload": "no_such_module_xyz:Work"})
+    spec = _memory(tmp_path).with_workload(entry="no_such_module_xyz:Work")
     start = preflight_start(spec, None, continue_elsewhere=True)
     assert start.error is not None and "no_such_module_xyz" in start.error.message
     assert start.reference is None and start.restart is None

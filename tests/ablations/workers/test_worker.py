@@ -25,10 +25,11 @@ from ablations.workers.worker import START_METHOD_ENV, SlotWorker, Warmup
 from tests.ablations.checkpoint.conftest import make_spec
 from tests.ablations.checkpoint.workloads import CRASH_AT
 from tests.ablations.workers.foreign_job import Imported, Origin
+from tests.specs import bare_spec
 
 
 def _spec(run_id: str, workload: str) -> RunSpec:
-    return RunSpec(
+    return bare_spec(
         run_id=run_id,
         campaign_id="c",
         plan_hash="h",
@@ -39,7 +40,7 @@ def _spec(run_id: str, workload: str) -> RunSpec:
         params={"width": 16, "depth": 1},
         steps=20,
         eval_every=10,
-        workload=workload,
+        entry=workload,
         metric="accuracy",
         threshold=0.0,
     )
@@ -126,8 +127,8 @@ def test_the_results_step_runs_in_the_worker_and_reports_its_failure(tmp_path: P
 def test_a_worker_lost_mid_run_is_retried_once_from_its_last_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = make_spec(f"file://{tmp_path}/ckpt", interval={"steps": 10}).model_copy(
-        update={"workload": "tests.ablations.checkpoint.workloads:CrashingDigits"}
+    spec = make_spec(f"file://{tmp_path}/ckpt", interval={"steps": 10}).with_workload(
+        entry="tests.ablations.checkpoint.workloads:CrashingDigits"
     )
     commit = tmp_path / "ckpt" / "camp" / "run-a" / "step-00000020" / COMMIT
     monkeypatch.setenv(CRASH_AT, f"25:{commit}:{tmp_path / 'crashed-once'}")
@@ -143,8 +144,9 @@ def test_a_worker_lost_mid_run_is_retried_once_from_its_last_checkpoint(
 
 def test_a_lost_run_is_not_finished_but_a_workload_failure_is(tmp_path: Path) -> None:
     from ablations.campaign.campaign import Campaign
+    from ablations.campaign.opening import register
     from ablations.campaign.progress import outcome
-    from ablations.campaign.state import register, save_record
+    from ablations.campaign.state import save_record
     from ablations.run.records import RunError, RunRecord
     from tests.flows.conftest import TINY_PLAN, plan_text
 

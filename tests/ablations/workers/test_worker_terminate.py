@@ -13,10 +13,10 @@ import pytest
 
 from ablations.checkpoint.commit import COMMIT
 from ablations.plan.infrastructure import CheckpointSection, Interval
-from ablations.run.records import RunSpec
 from ablations.slots.devices import SlotSpec
 from ablations.workers.jobs import RunJob
 from ablations.workers.worker import SlotWorker, Warmup
+from tests.specs import bare_spec
 
 
 class Stopped(BaseException):
@@ -25,10 +25,10 @@ class Stopped(BaseException):
 
 @pytest.mark.slow  # a worker process and a run stopped mid-way
 def test_a_stopped_caller_lets_its_worker_commit_the_current_step(tmp_path: Path) -> None:
-    spec = RunSpec(
+    spec = bare_spec(
         run_id="control-s0-0123456789", campaign_id="c", plan_hash="h", variant="control",
         category="essential", phase="main", seed=0, params={"width": 16, "depth": 1},
-        steps=10**7, eval_every=10**7, workload="ablations.workloads.digits:DigitsWorkload",
+        steps=10**7, eval_every=10**7, entry="ablations.workloads.digits:DigitsWorkload",
         metric="accuracy", threshold=0.0,
         checkpoint=CheckpointSection(store=f"file://{tmp_path}", interval=Interval(steps=10**7)),
     )  # fmt: skip

@@ -10,10 +10,10 @@ import torch
 
 from ablations.checkpoint.state import capture, restore
 from ablations.run.hooks import RunHistory
-from ablations.run.records import RunSpec
 from ablations.training.driver import execute, seed_everything
 from ablations.workloads.charlm import CharLMWorkload
 from ablations.workloads.corpus import load_corpus
+from tests.specs import bare_spec
 
 CPU = torch.device("cpu")
 TINY: dict[str, Any] = {"n_layer": 1, "n_embd": 32, "n_head": 2, "block_size": 32,
@@ -71,9 +71,9 @@ def test_heldout_split_shares_no_file_with_training() -> None:
 
 
 def test_run_environment_records_the_corpus_digest() -> None:
-    spec = RunSpec(run_id="charlm-env", campaign_id="c", plan_hash="h", variant="control",
+    spec = bare_spec(run_id="charlm-env", campaign_id="c", plan_hash="h", variant="control",
                    category="essential", phase="pilot", seed=0, params=TINY, steps=4,
-                   eval_every=4, workload="ablations.workloads.charlm:CharLMWorkload",
+                   eval_every=4, entry="ablations.workloads.charlm:CharLMWorkload",
                    metric="val_loss", direction="minimize", threshold=10.0)  # fmt: skip
     record = execute(spec)
     assert record.status == "accepted", record.error

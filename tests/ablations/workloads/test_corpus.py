@@ -27,6 +27,7 @@ from ablations.training.driver import execute, seed_everything
 from ablations.workloads import corpus
 from ablations.workloads.charlm import CharLMWorkload
 from tests.conftest import ROOT
+from tests.specs import bare_spec
 
 TINY: dict[str, Any] = {"n_layer": 1, "n_embd": 16, "n_head": 2, "block_size": 16,
                         "batch_size": 4, "corpus_bytes": 300_000, "eval_bytes": 1024}  # fmt: skip
@@ -125,9 +126,9 @@ def spec(**fields: Any) -> RunSpec:
     base: dict[str, Any] = dict(
         run_id="corpus-s0", campaign_id="c", plan_hash="0" * 64, variant="control",
         category="essential", phase="main", seed=0, params=TINY, steps=2, eval_every=2,
-        workload=CHARLM, metric="val_loss", direction="minimize", threshold=100.0,
+        entry=CHARLM, metric="val_loss", direction="minimize", threshold=100.0,
     )  # fmt: skip
-    return RunSpec(**{**base, **fields})
+    return bare_spec(**{**base, **fields})
 
 
 def test_the_data_check_and_every_run_refuse_another_digest() -> None:

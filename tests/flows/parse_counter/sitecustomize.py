@@ -28,9 +28,9 @@ COUNTED: dict[str, list[tuple[str, str]]] = {
     "ablations.plan.model": [("parse_plan", "parse")],
     "ablations.plan.io": [("read_plan_text", "read")],
     "ablations.campaign.folder": [("CampaignFolder.plan_text", "read")],
-    "ablations.campaign.state": [("existing_registration", "registration")],
+    "ablations.campaign.opening": [("existing_registration", "registration")],
     "ablations.campaign.code": [("workload_code", "code")],  # hashing the user's code
-    # asked for (the cache answers a second ask) and parsed from the file
+    # asked for, and parsed from the file
     "ablations.campaign.manifest": [
         ("read_manifest", "manifest"),
         ("parse_manifest", "manifest-parse"),
