@@ -34,6 +34,9 @@ ON_A_CARD = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
 ]
 DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda:0", id="cuda", marks=ON_A_CARD)]
+# The runs that train a charlm for a while on CPU are end to end for `make check`: `make test`
+# runs them (marked slow), the development loop keeps its two minutes.
+SLOW_ON_CPU = [pytest.param("cpu", id="cpu", marks=pytest.mark.slow), DEVICES[1]]
 """Each test's devices: the CPU case runs everywhere, the card's under `-m gpu`."""
 SMALL: dict[str, Any] = {"n_layer": 2, "n_embd": 64, "n_head": 4, "block_size": 64,
                          "batch_size": 16, "corpus_bytes": 300_000, "dropout": 0.1}  # fmt: skip
@@ -67,7 +70,7 @@ def test_charlm_runs_on_the_device(precision: str, device: str) -> None:
         assert workload.autocast == bf16_supported(torch.device(device))
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", SLOW_ON_CPU)
 def test_resume_is_bitwise_with_deterministic_algorithms(device: str) -> None:
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True)
@@ -93,7 +96,7 @@ def test_resume_is_bitwise_with_deterministic_algorithms(device: str) -> None:
         torch.use_deterministic_algorithms(False)
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device", SLOW_ON_CPU)
 def test_probe_reports_peaks_per_phase(device: str) -> None:
     points = probe_variant(spec(device=device), [1, 2, 4], steps=3)
     assert len(points) == 3 * 4 and all(p.ok for p in points), [p.error for p in points]
@@ -103,10 +106,7 @@ def test_probe_reports_peaks_per_phase(device: str) -> None:
     assert any(p.planned for p in points)
 
 
-@pytest.mark.parametrize(
-    "device",
-    [pytest.param("cpu", id="cpu", marks=pytest.mark.slow), DEVICES[1]],
-)
+@pytest.mark.parametrize("device", SLOW_ON_CPU)
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
 def test_slot_worker_sees_its_one_device(
     method: str, device: str, monkeypatch: pytest.MonkeyPatch

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import DEMO_PLAN, ROOT
 
 
@@ -139,6 +141,7 @@ def test_validate_warns_when_the_decision_and_the_decision_rule_disagree(
     assert "campaign.decision" not in ablate("validate", str(write_plan(demo_data))).stderr
 
 
+@pytest.mark.slow  # three `ablate plan`s, each sizing by simulation: 12-14 s
 def test_plan_warns_when_the_seeds_cannot_decide_a_useful_effect(
     demo_data: dict[str, Any], write_plan: Any
 ) -> None:
