@@ -16,6 +16,7 @@ import numpy as np
 
 from ablations.analysis.design import LookDesign
 from ablations.analysis.sequential import judge_arrays
+from ablations.analysis.sizing import fewest_seeds
 from ablations.analysis.verdicts import INTERVAL_VERDICTS
 from ablations.plan.experiment import MetricSection
 
@@ -129,12 +130,4 @@ def max_for_power(
         trial = design.model_copy(update={"looks": looks_for(most)})
         return power_at(trial, sd, useful_effect, effect_multiple=effect_multiple) >= power
 
-    low, high = 2, max(design.max_seeds, 2)
-    while not reaches(high):  # double until reached, then bisect
-        if high >= MOST_SEEDS:
-            return None
-        low, high = high + 1, min(2 * high, MOST_SEEDS)
-    while low < high:
-        mid = (low + high) // 2
-        low, high = (low, mid) if reaches(mid) else (mid + 1, high)
-    return low
+    return fewest_seeds(reaches, 2, max(design.max_seeds, 2), MOST_SEEDS)

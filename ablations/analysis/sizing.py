@@ -8,6 +8,7 @@ themselves: `ablations.analysis.simulate`.)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from scipy import special
 
@@ -45,12 +46,19 @@ def seeds_to_decide(gain: float, sd: float, level: float, metric: MetricSection)
     low = max(2, math.ceil((z * sd / room) ** 2))
     if low > MAX_SEEDS:
         return None
-    high = low
-    while not decides(high):
-        if high == MAX_SEEDS:
+    return fewest_seeds(decides, low, low, MAX_SEEDS)
+
+
+def fewest_seeds(holds: Callable[[int], bool], low: int, start: int, most: int) -> int | None:
+    """The smallest n in [low, most] for which `holds(n)`, a test that once true stays true as
+    n grows (None: not even at `most`). From `start` the count doubles until the test holds,
+    then bisects: each test may be a simulation, so few of them."""
+    high = start
+    while not holds(high):
+        if high >= most:
             return None
-        low, high = high + 1, min(2 * high, MAX_SEEDS)
+        low, high = high + 1, min(2 * high, most)
     while low < high:
         mid = (low + high) // 2
-        low, high = (low, mid) if decides(mid) else (mid + 1, high)
+        low, high = (low, mid) if holds(mid) else (mid + 1, high)
     return low
