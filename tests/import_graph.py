@@ -337,7 +337,8 @@ def layer_index(layers: Sequence[Sequence[str]]) -> dict[str, int]:
     return {name: index for index, names in enumerate(layers) for name in names}
 
 
-def _defined_names(path: Path) -> set[str]:
+def top_level_names(path: Path) -> set[str]:
+    """What a module defines or imports at its top level (what `module:attr` may name)."""
     tree = ast.parse(path.read_text(), str(path))
     names: set[str] = set()
     for node in tree.body:
@@ -366,7 +367,7 @@ def missing_entries(root: Path, all_edges: Iterable[Edge], packages: Sequence[st
                 constant.lineno == edge.line
                 and match
                 and match["module"] == edge.imported
-                and match["attr"] not in _defined_names(found[edge.imported])
+                and match["attr"] not in top_level_names(found[edge.imported])
             ):
                 missing.append(edge)
     return missing

@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.import_graph import top_level_names
 
 TOP = ("ablations", "flows", "tasks", "tests", "bench", "docs")
 """The repository's folders a document may name without `ablations/` in front."""
@@ -36,28 +37,19 @@ def _short_roots() -> set[str]:
 @cache
 def _defines(path: Path) -> set[str]:
     """What a module defines at its top level and, as `Class.name`, in its classes."""
-    tree = ast.parse(path.read_text(), str(path))
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-            if isinstance(node, ast.ClassDef):
-                names |= {
-                    f"{node.name}.{child.name}"
-                    for child in node.body
-                    if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                }
-                names |= {
-                    f"{node.name}.{child.target.id}"
-                    for child in node.body
-                    if isinstance(child, ast.AnnAssign) and isinstance(child.target, ast.Name)
-                }
-        elif isinstance(node, ast.Assign):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, ast.ImportFrom):
-            names |= {alias.asname or alias.name for alias in node.names}
+    names = top_level_names(path)
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.ClassDef):
+            names |= {
+                f"{node.name}.{child.name}"
+                for child in node.body
+                if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            }
+            names |= {
+                f"{node.name}.{child.target.id}"
+                for child in node.body
+                if isinstance(child, ast.AnnAssign) and isinstance(child.target, ast.Name)
+            }
     return names
 
 
