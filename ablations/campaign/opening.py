@@ -117,7 +117,7 @@ def open_campaign(admission: Admission) -> Campaign:
                 registered_at=time.time(),
                 code=code,
             )
-            remove_leftover_temporaries(out_dir)  # a killed registration's
+            remove_leftover_temporaries(out_dir, plan.checkpoint.store)  # a killed registration's
             # The plan first: registration.json marks a complete registration, and a plan.yaml
             # without one (killed in between) is recognized by its hash on the next attempt.
             folder.write_plan(admission.text)
@@ -131,7 +131,7 @@ def open_campaign(admission: Admission) -> Campaign:
                 folder.write_registration(on_disk.model_copy(update={"code": code}))
             # Only now, in a folder registered to this campaign: an interrupted run's, never
             # trusted.
-            remove_leftover_temporaries(out_dir)
+            remove_leftover_temporaries(out_dir, plan.checkpoint.store)
     except OSError as exc:
         raise InfrastructureError(f"cannot write the output folder {out_dir}: {exc}") from exc
     return Campaign(folder, plan, registration, planned_runs(plan, admission.plan_hash))

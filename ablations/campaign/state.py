@@ -14,23 +14,44 @@ import os
 from pathlib import Path
 
 from ablations.campaign.folder import CampaignFolder
+from ablations.checkpoint.store import CHECK_PREFIX
 from ablations.files.names import WRITTEN_FOLDERS
 from ablations.run.records import RunRecord
 
 
-def remove_leftover_temporaries(out_dir: Path) -> list[Path]:
+def remove_leftover_temporaries(out_dir: Path, store: str | None = None) -> list[Path]:
     """Delete the temporaries an interrupted campaign left (a full disk, a kill): call it only
-    while holding the folder's lock, when no write of this campaign can be in flight."""
+    while holding the folder's lock, when no write of this campaign can be in flight. With
+    the plan's checkpoint `store`, also what a kill during the store's check left at the root
+    of a relative `file://` store: that store is this folder's alone. (Its step folders clean
+    themselves: a save that died is a partial step, deleted by the next save.)"""
     removed = []
     for folder in WRITTEN_FOLDERS:
         if not (out_dir / folder).is_dir():
             continue
         for path in (out_dir / folder).iterdir():
-            name = path.name
-            if name.startswith(".") and name.endswith((".tmp", ".part")) and path.is_file():
+            if _temporary(path.name) and path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    root = _relative_store_root(out_dir, store) if store else None
+    if root is not None and root.is_dir():
+        for path in root.iterdir():
+            # `.store-check-<id>` itself, or `..store-check-<id>.<random>.tmp` (its write)
+            if path.name.lstrip(".").startswith(CHECK_PREFIX.lstrip(".")) and path.is_file():
                 path.unlink(missing_ok=True)
                 removed.append(path)
     return removed
+
+
+def _temporary(name: str) -> bool:
+    return name.startswith(".") and name.endswith((".tmp", ".part"))
+
+
+def _relative_store_root(out_dir: Path, store: str) -> Path | None:
+    scheme, _, path = store.partition("://")
+    if scheme != "file" or os.path.isabs(path):
+        return None  # S3, memory or a store outside the folder: maybe shared, never swept
+    return out_dir / os.path.normpath(path)
 
 
 def folder_uri(uri: str, out_dir: Path) -> str:

@@ -31,6 +31,11 @@ S3_SDK_RETRIES = 2
 """Retries inside s3fs/botocore per call; the saver retries whole checkpoints on top."""
 
 
+CHECK_PREFIX = ".store-check-"
+"""The name of the object `check` writes and deletes at the store's root; a kill during the
+check leaves it (or its local temporary), which a campaign reopening its folder removes."""
+
+
 @runtime_checkable
 class Store(Protocol):
     """A flat namespace of byte objects under one root URL."""
@@ -130,7 +135,7 @@ class FsspecStore:
         return f"{self.url}/{key.strip('/')}" if key.strip("/") else self.url
 
     def check(self) -> None:
-        key = f".probe-{uuid.uuid4().hex}"
+        key = f"{CHECK_PREFIX}{uuid.uuid4().hex}"
         try:
             self.put(key, b"ok")
             if self.get(key) != b"ok":

@@ -82,6 +82,32 @@ def test_a_rerun_removes_leftover_temporaries_and_nothing_else(tmp_path: Path) -
     assert all(p.exists() for p in kept) and not any(p.exists() for p in leftovers)
 
 
+def test_a_rerun_removes_what_a_killed_store_check_left_in_its_own_store(tmp_path: Path) -> None:
+    from ablations.checkpoint.store import CHECK_PREFIX
+
+    out, outside = tmp_path / "out", tmp_path / "shared"
+    for store in (out / "ckpt", outside):
+        store.mkdir(parents=True)
+        (store / f".{CHECK_PREFIX}1f2e.c4e5db37.tmp").write_text("o")  # killed mid-write
+        (store / f"{CHECK_PREFIX}9a8b").write_text("ok")  # killed before the delete
+        (store / "campaign").mkdir()
+    left = sorted(p.name for p in (out / "ckpt").iterdir() if p.is_file())
+    removed = remove_leftover_temporaries(out, "file://ckpt")
+    assert sorted(p.name for p in removed) == left and len(left) == 2
+    assert [p.name for p in (out / "ckpt").iterdir()] == ["campaign"]
+    # a store outside the folder may be another campaign's, checking right now: never swept
+    assert remove_leftover_temporaries(out, f"file://{outside}") == []
+    assert len(list(outside.iterdir())) == 3
+
+
+def test_the_store_check_leaves_nothing_behind(tmp_path: Path) -> None:
+    from ablations.checkpoint.store import open_store
+    from ablations.plan.infrastructure import CheckpointSection
+
+    open_store(CheckpointSection(store=f"file://{tmp_path}/ckpt"))  # checks by default
+    assert list((tmp_path / "ckpt").rglob("*")) == []
+
+
 def test_a_moved_folder_runs_its_runs_where_it_is_now(tmp_path: Path) -> None:
     import yaml
 
