@@ -46,6 +46,7 @@ import math
 from functools import lru_cache
 from typing import Literal
 
+import numpy as np
 from scipy import special
 
 Spending = Literal["haybittle_peto", "obrien_fleming", "pocock", "equal"]
@@ -110,27 +111,40 @@ def family_spent(
     return tuple(alpha * s / share for s in spent_by_look(spending, share, looks))
 
 
+QUADRATURE_NODES = 256
+"""Gauss-Legendre nodes over W in [-9, 9]: at correlations up to 0.9 the integrand turns
+over a width of at least 0.3 in W, which 256 nodes resolve (checked against adaptive `quad`
+over 2-8 comparisons, correlations 0.1-0.9 and bounds 1.5-6)."""
+
+
 def any_crossing(comparisons: int, rho: float, bound: float) -> float:
     """Chance that any of `comparisons` standard normal statistics, every pair correlated
     `rho` in [0, 1), exceeds `bound` in absolute value: one minus the multivariate normal
     rectangle probability, by its one-factor form (each Z_v = sqrt(rho) W + sqrt(1 - rho)
-    E_v, independent given W: Dunnett 1955), integrated over W by scipy's `quad`. It equals
-    `scipy.stats.multivariate_normal(...).cdf` within that one's own integration error
-    (tests), at a hundredth of its time, which sizing needs: it judges thousands of
-    simulated campaigns."""
+    E_v, independent given W: Dunnett 1955), integrated over W by scipy's Gauss-Legendre
+    `fixed_quad` (one vectorised call: the integrand is smooth, so 256 nodes agree with
+    adaptive `quad` to 1e-13 where the chance is above 1e-4, at an eighth of its time). It
+    equals `scipy.stats.multivariate_normal(...).cdf` within that one's own integration error
+    (tests), at a thousandth of its time, which sizing needs: it judges thousands of simulated
+    campaigns, and the bound search calls this some 1 300 times per design."""
     from scipy import integrate  # only when a look is judged
 
     a, b = math.sqrt(rho), math.sqrt(1.0 - rho)
-
-    def inside(w: float) -> float:
-        one = special.ndtr((bound - a * w) / b) - special.ndtr((-bound - a * w) / b)
-        return float(math.exp(-0.5 * w * w) / math.sqrt(2.0 * math.pi) * one**comparisons)
-
     if a == 0.0:
         return 1.0 - (1.0 - 2.0 * float(special.ndtr(-bound))) ** comparisons
+
+    def crossing(w: np.ndarray) -> np.ndarray:
+        # Given W = w, one statistic lies outside with chance p (both tails summed, never as
+        # 1 - inside: no cancellation at the millionth of alpha `haybittle_peto` spends), and
+        # any of them with 1 - (1 - p)^m, formed through log1p/expm1 for the same reason.
+        p = special.ndtr((a * w - bound) / b) + special.ndtr((-bound - a * w) / b)
+        with np.errstate(divide="ignore"):  # p == 1 far out: log1p(-1) = -inf, expm1 -> -1
+            anyone = -np.expm1(comparisons * np.log1p(-p))
+        return np.exp(-0.5 * w * w) / math.sqrt(2.0 * math.pi) * anyone
+
     # The factor W beyond 9 SDs holds less than 1e-18 of the mass.
-    covered, _ = integrate.quad(inside, -9.0, 9.0, epsabs=1e-13, epsrel=1e-11, limit=200)
-    return 1.0 - covered
+    chance, _ = integrate.fixed_quad(crossing, -9.0, 9.0, n=QUADRATURE_NODES)
+    return float(chance)
 
 
 @lru_cache(maxsize=4096)
