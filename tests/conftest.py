@@ -38,6 +38,16 @@ def write_plan(tmp_path: Path) -> Callable[[Any], Path]:
     return write
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """One intra-op thread for torch in the test processes themselves. Two pytest processes
+    share two cores; torch's default of a thread per core made each process's in-process
+    training spin against the other's (tests/gpu's CPU charlm resume took 18 s instead of 3).
+    The campaigns' slot workers are separate processes and set their own threads per slot."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest files first: with `-n 2 --no-loadscope-reorder`, xdist hands them out in this
     order, and the short ones fill in at the end (tests/durations.py says why)."""
