@@ -63,7 +63,7 @@ class SequentialSeeds(Section):
     """Family-wise error rate of every claim (better, not worse, worse, equivalent) across all
     variants and all looks of the campaign."""
     spending: Spending = "haybittle_peto"
-    """How alpha is spent over the looks: `haybittle_peto` (9% of alpha at each interim look
+    """How alpha is spent over the looks: `haybittle_peto` (12% of alpha at each interim look
     of 4 seeds or more, next to nothing before, the rest at the last look: clear effects decided by
     the second look, nearly a fixed design's last look), `obrien_fleming` (almost nothing
     early, most at the last look), `pocock` (evenly on the critical value: earlier
