@@ -31,7 +31,7 @@ prediction on n - 1 df). Its columns: correct at 2u over the five cells of `deci
 goal, variants at 4u not decided right (of 400 000), mean seeds per variant over the effects
 0, +-u, +-2u, +-4u for each rule, and the worst false-claim rate of the first table's cells.
 
-    nice .venv/bin/python bench/decision_designs.py [--campaigns 20000] [--table 1|2]
+    nice .venv/bin/python bench/decision_designs.py [--campaigns 20000] [--table 1|2] [--only TEXT]
 """
 
 from __future__ import annotations
@@ -49,7 +49,14 @@ from scipy import optimize, special, stats
 
 from ablations.analysis.design import LookDesign
 from ablations.analysis.sequential import claim_chance
-from ablations.analysis.spending import family_spent, many_to_one_error, spent_by_look
+from ablations.analysis.spending import (
+    FEW_SEEDS,
+    HP_FEW_SHARE,
+    HP_SHARE,
+    family_spent,
+    many_to_one_error,
+    spent_by_look,
+)
 from ablations.analysis.verdicts import interval_verdicts
 from ablations.plan.experiment import MetricSection
 from ablations.plan.section import DecisionRule
@@ -77,6 +84,8 @@ class Design:
     """A shape of `spending.Spending`, or the power family's exponent r (alpha t^r)."""
     futility_sd: str = "own"
     """The spread futility predicts with: own, pooled, mix (half of each variance), t."""
+    hp_share: float = HP_SHARE
+    """The share of alpha `haybittle_peto` spends at each interim look of 4 seeds or more."""
 
     @property
     def thresholds(self) -> tuple[float, ...]:
@@ -86,8 +95,8 @@ class Design:
 
 
 HP = ("own", "union", "many-to-one", (0.05, 0.1, 0.1), "haybittle_peto")
-"""The campaign's design since the follow-up (Haybittle-Peto-like spending, futility 5% at
-3 seeds and 10% after)."""
+"""The campaign's design since the follow-up (Haybittle-Peto-like spending, 12% of alpha at
+each interim look of 4 seeds or more, futility 5% at 3 seeds and 10% after)."""
 
 DESIGNS = (
     Design("before issue 34", "bartlett", "joint", "bonferroni", True),
@@ -121,9 +130,15 @@ FOLLOW_UP = (
     Design("power t^4, 5% at look 1, then 10%", *OWN, (0.05, 0.1, 0.1), spending=4.0),
     Design("power t^5, futility 10%", *OWN, True, spending=5.0),
     Design("Pocock, futility 10%", *OWN, True, spending="pocock"),
-    Design("HP 9%, futility 10% (not halved)", *OWN, True, spending="haybittle_peto"),
-    Design("HP 9%, 5% at 3 seeds (the campaign's)", *OWN, (0.05, 0.1, 0.1), "haybittle_peto"),
-    Design("HP 9%, no futility", *OWN, False, spending="haybittle_peto"),
+    Design("HP 9%, futility 10% (not halved)", *OWN, True, "haybittle_peto", hp_share=0.09),
+    Design(
+        "HP 9%, 5% at 3 seeds (before)", *OWN, (0.05, 0.1, 0.1), "haybittle_peto", hp_share=0.09
+    ),
+    Design("HP 9%, no futility", *OWN, False, "haybittle_peto", hp_share=0.09),
+    Design("HP 11%, 5% at 3 seeds", *OWN, (0.05, 0.1, 0.1), "haybittle_peto", hp_share=0.11),
+    Design("HP 12%, 5% at 3 seeds (the campaign's)", *OWN, (0.05, 0.1, 0.1), "haybittle_peto"),
+    Design("HP 13%, 5% at 3 seeds", *OWN, (0.05, 0.1, 0.1), "haybittle_peto", hp_share=0.13),
+    Design("HP 12%, no futility", *OWN, False, "haybittle_peto"),
 )
 """What was tried in the follow-up (OBF: O'Brien-Fleming-like; HP: Haybittle-Peto-like)."""
 
@@ -162,6 +177,10 @@ def errors(design: Design, remaining: int, rho: float) -> tuple[float, ...]:
         return joint_errors(ALPHA / VARIANTS)
     if isinstance(design.spending, float):
         cumulative = tuple(ALPHA * (n / LOOKS[-1]) ** design.spending for n in LOOKS)
+    elif design.spending == "haybittle_peto" and design.hp_share != HP_SHARE:
+        # the campaign's shape at another share: as `spending.spent_by_look` forms it
+        steps = np.cumsum([design.hp_share if n >= FEW_SEEDS else HP_FEW_SHARE for n in LOOKS[:-1]])
+        cumulative = (*(ALPHA * float(s) for s in steps), ALPHA)
     else:
         cumulative = family_spent(design.spending, ALPHA, VARIANTS, LOOKS)  # type: ignore[arg-type]
     increments = np.diff((0.0, *cumulative))
@@ -374,14 +393,14 @@ def worst_false_rate(design: Design, campaigns: int) -> tuple[float, str]:
     return worst, where
 
 
-def follow_up(campaigns: int) -> None:
+def follow_up(campaigns: int, only: str = "") -> None:
     """The second table: every rule at every effect of `decision_sim.EFFECTS`, equal noise."""
     names = ("inconclusive", "better", "worse", "not worse", "equivalent")
     print(
         f"{'design':<42}{'2u correct':>10}{'4u missed':>10}{'seeds sup / NI / eq':>22}"
         f"{'x max':>7}{'worst FWER':>11}"
     )
-    for design in FOLLOW_UP:
+    for design in (d for d in FOLLOW_UP if only in d.name):
         hard_right = hard_total = missed = 0
         seeds: dict[str, float] = {}
         for i, rule in enumerate(RULES):
@@ -414,16 +433,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=20_000)
     parser.add_argument("--table", choices=["1", "2", "both"], default="both")
+    parser.add_argument("--only", default="", help="only the designs whose name has this text")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.table in ("2", "both"):
-        follow_up(args.campaigns)
+        follow_up(args.campaigns, args.only)
         print()
     if args.table == "2":
         print(f"\n{time.perf_counter() - start:.0f} s, {args.campaigns} campaigns per cell")
         return 0
     print(f"{'design':<36}{'worst FWER':>11}  {'in cell':<34}{'2u correct':>10}{'seeds':>7}")
-    for design in DESIGNS:
+    for design in (d for d in DESIGNS if args.only in d.name):
         worst, where = worst_false_rate(design, args.campaigns)
         correct, seeds = [], []
         for i, (rule, effect) in enumerate(

@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio = seeds / LOOKS[-1]
         goal(
             ratio <= GOALS["seeds_ratio"],
-            f"seeds {rule}: {seeds:.2f} per variant over {EFFECTS}u = {ratio:.2f}x the fixed "
+            f"seeds {rule}: {seeds:.2f} per variant over {EFFECTS}u = {ratio:.3f}x the fixed "
             f"{LOOKS[-1]}-seed design <= {GOALS['seeds_ratio']}x",
         )
         wrong += sum(c.wrong_sign for c in cells[rule].values())
