@@ -49,15 +49,9 @@ from scipy import optimize, special, stats
 
 from ablations.analysis.design import LookDesign
 from ablations.analysis.sequential import claim_chance
-from ablations.analysis.spending import (
-    FEW_SEEDS,
-    HP_FEW_SHARE,
-    HP_SHARE,
-    family_spent,
-    many_to_one_error,
-    spent_by_look,
-)
+from ablations.analysis.spending import family_spent, many_to_one_error, spent_by_look
 from ablations.analysis.verdicts import interval_verdicts
+from ablations.plan.design import INTERIM_SHARE
 from ablations.plan.experiment import MetricSection
 from ablations.plan.section import DecisionRule
 
@@ -84,7 +78,7 @@ class Design:
     """A shape of `spending.Spending`, or the power family's exponent r (alpha t^r)."""
     futility_sd: str = "own"
     """The spread futility predicts with: own, pooled, mix (half of each variance), t."""
-    hp_share: float = HP_SHARE
+    interim_share: float = INTERIM_SHARE
     """The share of alpha `haybittle_peto` spends at each interim look of 4 seeds or more."""
 
     @property
@@ -130,14 +124,18 @@ FOLLOW_UP = (
     Design("power t^4, 5% at look 1, then 10%", *OWN, (0.05, 0.1, 0.1), spending=4.0),
     Design("power t^5, futility 10%", *OWN, True, spending=5.0),
     Design("Pocock, futility 10%", *OWN, True, spending="pocock"),
-    Design("HP 9%, futility 10% (not halved)", *OWN, True, "haybittle_peto", hp_share=0.09),
+    Design("HP 9%, futility 10% (not halved)", *OWN, True, "haybittle_peto", interim_share=0.09),
     Design(
-        "HP 9%, 5% at 3 seeds (before)", *OWN, (0.05, 0.1, 0.1), "haybittle_peto", hp_share=0.09
+        "HP 9%, 5% at 3 seeds (before)",
+        *OWN,
+        (0.05, 0.1, 0.1),
+        "haybittle_peto",
+        interim_share=0.09,
     ),
-    Design("HP 9%, no futility", *OWN, False, "haybittle_peto", hp_share=0.09),
-    Design("HP 11%, 5% at 3 seeds", *OWN, (0.05, 0.1, 0.1), "haybittle_peto", hp_share=0.11),
+    Design("HP 9%, no futility", *OWN, False, "haybittle_peto", interim_share=0.09),
+    Design("HP 11%, 5% at 3 seeds", *OWN, (0.05, 0.1, 0.1), "haybittle_peto", interim_share=0.11),
     Design("HP 12%, 5% at 3 seeds (the campaign's)", *OWN, (0.05, 0.1, 0.1), "haybittle_peto"),
-    Design("HP 13%, 5% at 3 seeds", *OWN, (0.05, 0.1, 0.1), "haybittle_peto", hp_share=0.13),
+    Design("HP 13%, 5% at 3 seeds", *OWN, (0.05, 0.1, 0.1), "haybittle_peto", interim_share=0.13),
     Design("HP 12%, no futility", *OWN, False, "haybittle_peto"),
 )
 """What was tried in the follow-up (OBF: O'Brien-Fleming-like; HP: Haybittle-Peto-like)."""
@@ -177,12 +175,14 @@ def errors(design: Design, remaining: int, rho: float) -> tuple[float, ...]:
         return joint_errors(ALPHA / VARIANTS)
     if isinstance(design.spending, float):
         cumulative = tuple(ALPHA * (n / LOOKS[-1]) ** design.spending for n in LOOKS)
-    elif design.spending == "haybittle_peto" and design.hp_share != HP_SHARE:
-        # the campaign's shape at another share: as `spending.spent_by_look` forms it
-        steps = np.cumsum([design.hp_share if n >= FEW_SEEDS else HP_FEW_SHARE for n in LOOKS[:-1]])
-        cumulative = (*(ALPHA * float(s) for s in steps), ALPHA)
     else:
-        cumulative = family_spent(design.spending, ALPHA, VARIANTS, LOOKS)  # type: ignore[arg-type]
+        cumulative = family_spent(
+            design.spending,  # type: ignore[arg-type]
+            ALPHA,
+            VARIANTS,
+            LOOKS,
+            design.interim_share,
+        )
     increments = np.diff((0.0, *cumulative))
     if design.variants == "bonferroni":
         return tuple(float(i) / VARIANTS for i in increments)

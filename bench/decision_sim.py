@@ -190,6 +190,7 @@ def design_of(args: argparse.Namespace, futility: float, from_look: int) -> Look
     return LookDesign(
         looks=LOOKS,
         spending=args.spending,
+        interim_share=args.interim_share,
         comparisons=VARIANTS,
         correction=correction,
         futility=futility,
@@ -252,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--campaigns", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spending", default=LookDesign.model_fields["spending"].default)
+    parser.add_argument(
+        "--interim-share", type=float, default=LookDesign.model_fields["interim_share"].default
+    )
     parser.add_argument(
         "--correction", default="many_to_one", choices=["many_to_one", "bonferroni"]
     )

@@ -14,7 +14,7 @@ from itertools import pairwise
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from ablations.analysis.spending import Spending, family_spent, many_to_one_error
-from ablations.plan.design import Correction
+from ablations.plan.design import INTERIM_SHARE, Correction
 
 RHO_STEP = 0.1
 """The correlation a boundary assumes is rounded down to a multiple of this: rounding down
@@ -63,6 +63,8 @@ class LookDesign(BaseModel):
     """How alpha is spent over the looks: `haybittle_peto` (a small share at each interim look
     of 4 seeds or more, the rest at the last), `obrien_fleming` (little early, most at the
     last look), `pocock` (evenly in seeds) or `equal` (the same share at each look)."""
+    interim_share: float = INTERIM_SHARE
+    """The share of alpha `haybittle_peto` spends at each interim look of 4 seeds or more."""
     comparisons: int
     """Number of variants compared with the control (m); alpha is shared among them."""
     correction: Correction = "many_to_one"
@@ -115,6 +117,7 @@ class LookDesign(BaseModel):
             self.looks,
             self.alpha,
             self.spending,
+            self.interim_share,
             self.comparisons,
             self.remaining(claimed),
             self.correction,
@@ -131,13 +134,14 @@ def _boundaries(
     looks: tuple[int, ...],
     alpha: float,
     spending: Spending,
+    interim_share: float,
     comparisons: int,
     remaining: int,
     correction: Correction,
     rho_steps: int,
 ) -> tuple[LookBoundary, ...]:
     rho = rho_steps * RHO_STEP
-    cumulative = family_spent(spending, alpha, comparisons, looks)
+    cumulative = family_spent(spending, alpha, comparisons, looks, interim_share)
     out = []
     for k, seeds in enumerate(looks):
         increment = cumulative[k] - (cumulative[k - 1] if k else 0.0)

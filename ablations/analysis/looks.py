@@ -18,21 +18,28 @@ from pydantic import BaseModel, ConfigDict, model_serializer
 
 from ablations.analysis.sequential import Judgement, LookDesign, judge_look
 from ablations.analysis.verdicts import runs_verdict
-from ablations.plan.design import alpha_of, correction_of, futility_of, spending_of
+from ablations.plan.design import (
+    alpha_of,
+    correction_of,
+    futility_of,
+    interim_share_of,
+    spending_of,
+)
 from ablations.plan.model import Plan
 from ablations.plan.variants import CONTROL, PlannedRun, variant_names
 from ablations.run.records import RunRecord
 
 
 def look_design(plan: Plan) -> LookDesign:
-    """The plan's seed design as the statistics see it: looks, alpha, spending, correction,
-    futility, and the number of variants compared with the control (every registered one:
-    trimming a variant does not free its share of alpha)."""
+    """The plan's seed design as the statistics see it: looks, alpha, spending (and its
+    interim share), correction, futility, and the number of variants compared with the
+    control (every registered one: trimming a variant does not free its share of alpha)."""
     futility = futility_of(plan.seeds)
     return LookDesign(
         looks=plan.look_sizes,
         alpha=alpha_of(plan.seeds),
         spending=spending_of(plan.seeds),
+        interim_share=interim_share_of(plan.seeds),
         comparisons=max(1, len(variant_names(plan.factors, plan.interactions)) - 1),
         correction=correction_of(plan.seeds),
         futility=futility.threshold,

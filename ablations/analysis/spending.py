@@ -12,15 +12,15 @@ four shapes:
 - `pocock` (Lan-DeMets Pocock-like): `alpha ln(1 + (e - 1) t)`. Spends evenly in information:
   clear effects stop earlier, at the price of a weaker last look.
 - `equal`: the same share at every look, `alpha k / K`, whatever the seeds per look.
-- `haybittle_peto` (Haybittle 1971, Peto et al. 1976; the default): the same small share
-  `HP_SHARE` of alpha at every interim look, nearly all of it kept for the last look, and
-  next to nothing at a look with fewer than `FEW_SEEDS` seeds per variant. It depends on the
-  looks' seeds, not on a fraction alone (`spent_by_look`). Why: each look's interval is a t
-  on its own spread, and a t on 2 degrees of freedom (3 seeds) needs nearly all of alpha to
-  decide anything, so alpha spent there is lost; at 5 seeds a few per cent of alpha decides
-  effects 3x the useful effect from the margin, which O'Brien-Fleming's shape (0.4% of alpha
-  by 5 of 12 seeds) leaves to the 8-seed look. Its last look keeps 76% of alpha
-  (O'Brien-Fleming's 87%). At looks 3/5/8/12 it decides about as many variants at 2x the
+- `haybittle_peto` (Haybittle 1971, Peto et al. 1976; the default): the same small share of
+  alpha (the plan's `seeds.interim_share`, 12% by default) at every interim look, nearly all of
+  it kept for the last look, and next to nothing at a look with fewer than `FEW_SEEDS` seeds per
+  variant. It depends on the looks' seeds, not on a fraction alone (`spent_by_look`). Why: each
+  look's interval is a t on its own spread, and a t on 2 degrees of freedom (3 seeds) needs
+  nearly all of alpha to decide anything, so alpha spent there is lost; at 5 seeds a few per
+  cent of alpha decides effects 3x the useful effect from the margin, which O'Brien-Fleming's
+  shape (0.4% of alpha by 5 of 12 seeds) leaves to the 8-seed look. Its last look keeps 76% of
+  alpha (O'Brien-Fleming's 87%). At looks 3/5/8/12 it decides about as many variants at 2x the
   useful effect as O'Brien-Fleming's shape, with fewer seeds (`bench/decision_designs.py`).
 
 Each reaches exactly `alpha` at the last look and never decreases.
@@ -49,6 +49,8 @@ from typing import Literal
 import numpy as np
 from scipy import special
 
+from ablations.plan.design import INTERIM_MOST, INTERIM_SHARE
+
 Spending = Literal["haybittle_peto", "obrien_fleming", "pocock", "equal"]
 """How the family-wise error is spent over the looks."""
 
@@ -56,17 +58,9 @@ FEW_SEEDS = 4
 """A look with fewer seeds per variant than this has a t on at most 2 degrees of freedom:
 `haybittle_peto` spends next to nothing there, and futility trusts its spread less
 (`sequential.FEW_SEEDS_FUTILITY`)."""
-HP_SHARE = 0.12
-"""The share of alpha `haybittle_peto` spends at each interim look (chosen by simulation at
-looks 3/5/8/12, `bench/decision_designs.py`: 9% kept a point more power at twice the useful
-effect, but a non-inferiority campaign then spent 0.66x a fixed design's seeds; 12% is the
-smallest share that spends at most 0.65x under every rule)."""
 HP_FEW_SHARE = 1e-6
 """What `haybittle_peto` spends at a look with fewer than `FEW_SEEDS` seeds: next to nothing,
 not nothing, so that look's intervals stay finite (as wide as so little error makes them)."""
-HP_INTERIM_MOST = 0.3
-"""`haybittle_peto` spends at most this share of alpha before the last look: with many looks
-each interim look's share shrinks to fit."""
 
 TINY = 1e-9
 """A look's family error below this is split as Bonferroni would: that far in the tails the
@@ -90,12 +84,19 @@ def spent(spending: Spending, alpha: float, fraction: float, look: int, looks: i
     return alpha * (look + 1) / looks
 
 
-def spent_by_look(spending: Spending, alpha: float, looks: tuple[int, ...]) -> tuple[float, ...]:
-    """Cumulative error spent at each look of `looks` (cumulative seeds, the last is the max)."""
+def spent_by_look(
+    spending: Spending,
+    alpha: float,
+    looks: tuple[int, ...],
+    interim_share: float = INTERIM_SHARE,
+) -> tuple[float, ...]:
+    """Cumulative error spent at each look of `looks` (cumulative seeds, the last is the max);
+    `haybittle_peto` spends `interim_share` of `alpha` at each interim look of `FEW_SEEDS` or
+    more."""
     last = looks[-1]
     if spending == "haybittle_peto":
         interim = [seeds >= FEW_SEEDS for seeds in looks[:-1]]
-        share = min(HP_SHARE, HP_INTERIM_MOST / max(1, sum(interim)))
+        share = min(interim_share, INTERIM_MOST / max(1, sum(interim)))
         steps = itertools.accumulate(share if spends else HP_FEW_SHARE for spends in interim)
         return (*(alpha * s for s in steps), alpha)
     return tuple(
@@ -104,13 +105,18 @@ def spent_by_look(spending: Spending, alpha: float, looks: tuple[int, ...]) -> t
 
 
 def family_spent(
-    spending: Spending, alpha: float, comparisons: int, looks: tuple[int, ...]
+    spending: Spending,
+    alpha: float,
+    comparisons: int,
+    looks: tuple[int, ...],
+    interim_share: float = INTERIM_SHARE,
 ) -> tuple[float, ...]:
     """Family-wise error spent by each look: `alpha` times the fraction the spending function
     spends by then at one variant's share alpha / m (O'Brien-Fleming's shape depends on the
     level: taken at the level each comparison works at, as Bonferroni does)."""
     share = alpha / comparisons
-    return tuple(alpha * s / share for s in spent_by_look(spending, share, looks))
+    spent = spent_by_look(spending, share, looks, interim_share)
+    return tuple(alpha * s / share for s in spent)
 
 
 QUADRATURE_NODES = 256

@@ -84,6 +84,11 @@ def _seeds_line(plan: Plan) -> str:
         f"{design.start} to {design.max} per variant from seed {design.first} (paired), looks "
         f"at {list(plan.look_sizes)}; family-wise alpha {design.alpha:g} across variants and "
         f"looks, spent {design.spending.replace('_', '-')}"
+        + (
+            f" ({design.interim_share:.0%} per interim look)"
+            if design.spending == "haybittle_peto"
+            else ""
+        )
     )
 
 

@@ -24,6 +24,16 @@ Correction = Literal["many_to_one", "bonferroni"]
 MAX_LOOKS = 20
 """More looks than this buy almost nothing and make every look's interval wider."""
 
+INTERIM_SHARE = 0.12
+"""The share of alpha `haybittle_peto` spends at each interim look of 4 seeds or more,
+chosen by simulation at looks 3/5/8/12 (`bench/decision_designs.py --table 2`): every share
+lies on one line of power against seeds; 9% kept a point more power at twice the useful
+effect, but a non-inferiority campaign then spent 0.664x a fixed design's seeds, and 12% is
+the smallest share that spends at most 0.65x under every decision rule."""
+INTERIM_MOST = 0.3
+"""`haybittle_peto` spends at most this share of alpha before the last look: with many looks
+each interim look's share shrinks to fit."""
+
 
 class Futility(Section):
     """When an open variant stops early as `inconclusive`: its chance of any claim by `max`,
@@ -63,11 +73,18 @@ class SequentialSeeds(Section):
     """Family-wise error rate of every claim (better, not worse, worse, equivalent) across all
     variants and all looks of the campaign."""
     spending: Spending = "haybittle_peto"
-    """How alpha is spent over the looks: `haybittle_peto` (12% of alpha at each interim look
-    of 4 seeds or more, next to nothing before, the rest at the last look: clear effects decided by
-    the second look, nearly a fixed design's last look), `obrien_fleming` (almost nothing
-    early, most at the last look), `pocock` (evenly on the critical value: earlier
-    decisions, a wider last interval) or `equal` (equal alpha per look)."""
+    """How alpha is spent over the looks: `haybittle_peto` (`interim_share` of alpha at each
+    interim look of 4 seeds or more, next to nothing before, the rest at the last look: clear
+    effects decided by the second look, nearly a fixed design's last look), `obrien_fleming`
+    (almost nothing early, most at the last look), `pocock` (evenly on the critical value:
+    earlier decisions, a wider last interval) or `equal` (equal alpha per look)."""
+    interim_share: float = Field(
+        default=INTERIM_SHARE, gt=0.0, le=INTERIM_MOST, allow_inf_nan=False
+    )
+    """With `spending: haybittle_peto`, the share of alpha each interim look of 4 seeds or
+    more spends (at most 0.3 over all interim looks). More decides clear effects earlier and
+    leaves a weaker last look: 0.09 gives about a point more power at twice the useful effect
+    for 2% more seeds (`docs/performance.md`, table 2)."""
     correction: Correction = "many_to_one"
     """How alpha is shared among the variants: `many_to_one` (each look's intervals computed
     jointly from the correlation the shared control induces, Dunnett-like, and a variant
@@ -97,6 +114,15 @@ class SequentialSeeds(Section):
             )
         if len(looks) > MAX_LOOKS:
             raise ValueError(f"at most {MAX_LOOKS} looks; got {len(looks)}")
+        return self
+
+    @model_validator(mode="after")
+    def _share_with_its_spending(self) -> SequentialSeeds:
+        if "interim_share" in self.model_fields_set and self.spending != "haybittle_peto":
+            raise ValueError(
+                f"interim_share applies to spending haybittle_peto only; spending is "
+                f"{self.spending}"
+            )
         return self
 
     @property
@@ -155,6 +181,12 @@ def alpha_of(seeds: SeedsField) -> float:
 def spending_of(seeds: SeedsField) -> Spending:
     """How alpha is spent over the looks (irrelevant with one look)."""
     return "obrien_fleming" if isinstance(seeds, list) else seeds.spending
+
+
+def interim_share_of(seeds: SeedsField) -> float:
+    """The share of alpha `haybittle_peto` spends at each interim look (irrelevant with one
+    look)."""
+    return INTERIM_SHARE if isinstance(seeds, list) else seeds.interim_share
 
 
 def correction_of(seeds: SeedsField) -> Correction:

@@ -97,6 +97,15 @@ def test_validate_warns_when_the_pilot_is_shorter_than_the_warmup(
     assert ablate("validate", str(write_plan(demo_data))).stderr == ""
 
 
+def test_validate_states_what_each_interim_look_spends(
+    demo_data: dict[str, Any], write_plan: Any
+) -> None:
+    demo_data["seeds"] = {"start": 3, "max": 12, "looks": [3, 5, 8, 12], "interim_share": 0.09}
+    result = ablate("validate", str(write_plan(demo_data)))
+    assert result.returncode == 0, result.stderr
+    assert "spent haybittle-peto (9% per interim look)" in result.stdout
+
+
 def test_a_pilot_ending_before_the_first_evaluation_exits_2_in_one_line(
     demo_data: dict[str, Any], write_plan: Any
 ) -> None:

@@ -58,6 +58,12 @@ def test_default_looks_grow_by_about_half_and_end_at_max() -> None:
         ({"start": 3, "max": 12, "alpha": 0.5}, "less than or equal to 0.2"),
         ({"start": 3, "max": 12, "spending": "haybittle"}, "obrien_fleming"),
         ({"start": 3, "max": 12, "expected_sd": -1}, "greater than 0"),
+        ({"start": 3, "max": 12, "interim_share": 0.5}, "less than or equal to 0.3"),
+        ({"start": 3, "max": 12, "interim_share": 0}, "greater than 0"),
+        (
+            {"start": 3, "max": 12, "spending": "pocock", "interim_share": 0.1},
+            "interim_share applies to spending haybittle_peto only; spending is pocock",
+        ),
         ({"start": 3, "max": 12, "extra": 1}, "unknown key"),
     ],
 )
@@ -81,3 +87,19 @@ def test_the_design_is_part_of_the_hash(demo_data: dict[str, Any]) -> None:
     first = plan_hash(parse_plan(demo_data))
     demo_data["seeds"] = {"start": 3, "max": 12, "spending": "pocock"}
     assert plan_hash(parse_plan(demo_data)) != first
+
+
+def test_the_interim_share_is_registered_with_the_plan(demo_data: dict[str, Any]) -> None:
+    """What a look may spend is frozen with the plan: a campaign resumed by a newer release
+    still judges by the share it registered, and another share is another campaign."""
+    from ablations.analysis.looks import look_design
+
+    demo_data["seeds"] = {"start": 3, "max": 12, "looks": [3, 5, 8, 12]}
+    default = parse_plan(demo_data)
+    demo_data["seeds"]["interim_share"] = 0.09
+    chosen = parse_plan(demo_data)
+    assert plan_hash(chosen) != plan_hash(default)
+    spent = [b.alpha_spent for b in (look_design(chosen).boundary(k) for k in range(4))]
+    few = 0.05e-6  # what the look of 3 seeds spends: next to nothing
+    assert spent == pytest.approx([few, few + 0.05 * 0.09, few + 0.05 * 0.18, 0.05], abs=1e-12)
+    assert look_design(default).boundary(1).alpha_spent == pytest.approx(few + 0.05 * 0.12)
