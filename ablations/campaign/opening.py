@@ -31,7 +31,13 @@ from ablations.campaign.campaign import Campaign
 from ablations.campaign.code import WorkloadCode, workload_code
 from ablations.campaign.folder import CampaignFolder, Registration
 from ablations.campaign.state import remove_leftover_temporaries
-from ablations.errors import CampaignConflictError, InfrastructureError, InputError, PlanError
+from ablations.errors import (
+    AblationError,
+    CampaignConflictError,
+    InfrastructureError,
+    InputError,
+    PlanError,
+)
 from ablations.files.names import LOCK, PLAN, RECORDS, REGISTRATION
 from ablations.plan.io import (
     WorkloadCheck,
@@ -174,6 +180,15 @@ def _checked(
     """`existing_registration` given what the folder holds (`known`)."""
     if known is not None:
         if known.plan_hash != digest or known.campaign_id != plan.campaign.id:
+            if known.campaign_id == plan.campaign.id and _rehashes_to(out_dir, digest):
+                raise CampaignConflictError(
+                    f"{out_dir} holds campaign {known.campaign_id!r} as registered by another "
+                    f"release of ablate: its plan.yaml is this plan, but this release reads "
+                    f"it with other defaults (plan hash {digest}, registered as "
+                    f"{known.plan_hash}), so its looks could be judged otherwise. Finish it "
+                    "with the release that registered it, or run the plan into a new output "
+                    "folder."
+                )
             raise CampaignConflictError(
                 f"{out_dir} already holds campaign {known.campaign_id!r} with plan hash "
                 f"{known.plan_hash}; this plan ({plan.campaign.id!r}) hashes to {digest}. "
@@ -198,6 +213,16 @@ def _checked(
         )
     _check_unregistered_plan(out_dir, plan, digest)
     return None
+
+
+def _rehashes_to(out_dir: Path, digest: str) -> bool:
+    """Whether the folder's registered plan.yaml, read by this release, hashes to `digest`:
+    the plan is unchanged and only the release that hashed it differs (a new field's default
+    is part of every plan's hash)."""
+    try:
+        return plan_hash(CampaignFolder(out_dir).plan()) == digest
+    except (AblationError, OSError, ValueError):
+        return False  # an unreadable or edited plan.yaml: the plain refusal says enough
 
 
 def changed_code(known: Registration, code: WorkloadCode | None) -> bool:

@@ -184,7 +184,9 @@ def _registered_plan(out_dir: Path, manifest: Manifest, found: Verification) -> 
         hashed, campaign_id = (data.plan_hash, data.campaign_id) if data else (None, None)
         if hashed != digest:
             found.problems.append(
-                FolderProblem(PLAN, f"hashes to {digest[:12]}, {source} says {hashed}")
+                FolderProblem(
+                    PLAN, f"hashes to {digest[:12]}, {source} says {hashed}{_release(manifest)}"
+                )
             )
         if campaign_id != plan.campaign.id:
             found.problems.append(
@@ -194,6 +196,21 @@ def _registered_plan(out_dir: Path, manifest: Manifest, found: Verification) -> 
                 )
             )
     return plan, digest
+
+
+def _release(manifest: Manifest) -> str:
+    """When another release wrote the folder, a hint: a release whose plan model has other
+    fields or defaults hashes the same plan.yaml otherwise (verify with the one that wrote it)."""
+    from ablations.results.write import code_version
+
+    written, here = manifest.code_version, code_version()
+    if written is None or (written.package, written.git_commit) == (here.package, here.git_commit):
+        return ""
+    commit = f" at commit {written.git_commit[:12]}" if written.git_commit else ""
+    return (
+        f" (written by ablate {written.package}{commit}, another release than this one: "
+        "if plan.yaml is unchanged, verify the folder with the release that wrote it)"
+    )
 
 
 def _rows(manifest: Manifest, found: Verification) -> dict[str, ManifestRun]:

@@ -335,6 +335,20 @@ def _edit_the_threshold_in_plan_yaml(folder: Path) -> str:
     return "plan.yaml: hashes to"
 
 
+def _hashed_by_another_release(folder: Path) -> str:
+    """The folder as another release wrote it: plan.yaml unchanged, but the hashes recorded are
+    that release's (a new default in its plan model hashes every plan otherwise). Verify
+    still fails (the hash is all it can check) and says which release to verify with."""
+    manifest = _manifest(folder)
+    digest, manifest["plan_hash"] = manifest["plan_hash"], "0" * 64
+    manifest["code_version"]["git_commit"] = "f" * 40
+    _save(folder, manifest)
+    return (
+        f"plan.yaml: hashes to {digest[:12]}, manifest.json says {'0' * 64} (written by "
+        f"ablate {manifest['code_version']['package']} at commit ffffffffffff, another release"
+    )
+
+
 TAMPERS: list[Callable[[Path], str]] = [
     _flip_byte,
     _delete,
@@ -349,6 +363,7 @@ TAMPERS: list[Callable[[Path], str]] = [
     _flip_a_verdict_in_the_manifest,
     _change_a_look_everywhere,
     _edit_the_threshold_in_plan_yaml,
+    _hashed_by_another_release,
 ]
 
 

@@ -33,6 +33,27 @@ def test_changed_plan_is_refused_naming_both_hashes(
     assert first.plan_hash in str(info.value) and "new campaign" in str(info.value)
 
 
+def test_a_folder_registered_by_another_release_is_refused_as_such(
+    tmp_path: Path, demo_data: dict[str, Any]
+) -> None:
+    """The same plan.yaml hashed by a release whose plan model had other fields (a new
+    default, `seeds.interim_share`, changes every plan's hash): the refusal says the plan is
+    unchanged and what to do, not that it was corrected."""
+    text = yaml.safe_dump(demo_data)
+    first = register(text, tmp_path / "out")
+    folder = CampaignFolder(tmp_path / "out")
+    older = first.model_copy(update={"plan_hash": "0" * 64})  # as an older release hashed it
+    folder.write_registration(older)
+    with pytest.raises(CampaignConflictError) as info:
+        register(text, tmp_path / "out")
+    message = str(info.value)
+    assert "registered by another release of ablate" in message
+    assert first.plan_hash in message and "0" * 64 in message and "new output folder" in message
+    demo_data["metric"]["threshold"] = 0.5  # a corrected plan is still refused as one
+    with pytest.raises(CampaignConflictError, match="A corrected plan is a new campaign"):
+        register(yaml.safe_dump(demo_data), tmp_path / "out")
+
+
 def test_non_empty_unregistered_folder_is_refused(
     tmp_path: Path, demo_data: dict[str, Any]
 ) -> None:
