@@ -23,6 +23,7 @@ from ablations.cli.registry import (
     command,
 )
 from ablations.errors import CampaignInterrupted, InfrastructureError, InputError
+from ablations.plan.design import spending_words
 from ablations.plan.io import load_plan
 from ablations.plan.model import Plan, plan_hash
 from ablations.plan.runs import planned_runs, variants
@@ -83,12 +84,7 @@ def _seeds_line(plan: Plan) -> str:
     return (
         f"{design.start} to {design.max} per variant from seed {design.first} (paired), looks "
         f"at {list(plan.look_sizes)}; family-wise alpha {design.alpha:g} across variants and "
-        f"looks, spent {design.spending.replace('_', '-')}"
-        + (
-            f" ({design.interim_share:.0%} per interim look)"
-            if design.spending == "haybittle_peto"
-            else ""
-        )
+        f"looks, spent {spending_words(design)}"
     )
 
 

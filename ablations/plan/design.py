@@ -189,6 +189,14 @@ def interim_share_of(seeds: SeedsField) -> float:
     return INTERIM_SHARE if isinstance(seeds, list) else seeds.interim_share
 
 
+def spending_words(seeds: SeedsField) -> str:
+    """How alpha is spent over the looks, as `validate` and the report say it."""
+    spending = spending_of(seeds).replace("_", "-")
+    if isinstance(seeds, list) or seeds.spending != "haybittle_peto":
+        return spending
+    return f"{spending} ({seeds.interim_share:.0%} per interim look)"
+
+
 def correction_of(seeds: SeedsField) -> Correction:
     """How alpha is shared among the variants (`many_to_one` for a list of seeds)."""
     return "many_to_one" if isinstance(seeds, list) else seeds.correction

@@ -12,6 +12,7 @@ from ablations.analysis.flips import ErrorAnalysis, error_analysis, load_predict
 from ablations.analysis.looks import LookRecord, Looks
 from ablations.analysis.paired import Effect, ExcludedRun, excluded_runs, paired_effects
 from ablations.byo import verify_scope
+from ablations.plan.design import spending_words
 from ablations.plan.experiment import MetricSection
 from ablations.plan.model import Plan
 from ablations.plan.runs import variants
@@ -101,6 +102,8 @@ class ReportInputs(BaseModel):
     """The manifest's ledger URL (relative to the output folder)."""
     looks: list[LookRecord] = []
     """The main phase's looks as recorded (empty for a folder from before looks)."""
+    spending: str | None = None
+    """How alpha was spent over the looks, in words (`plan.design.spending_words`)."""
     code: str | None = None
     """The code the runs trained with: the user's, hashed, or ablate's package version."""
     verification: str | None = None
@@ -153,6 +156,7 @@ def assemble_inputs(
             judgements=Looks(looks=list(looks)).final_judgements() if looks else None,
         ),
         looks=list(looks),
+        spending=spending_words(plan.seeds),
         excluded=excluded_runs(records),
         errors=error_analysis(records, load_predictions(out_dir, records), CONTROL),
         code=code,

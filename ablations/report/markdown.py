@@ -64,7 +64,8 @@ def _error_control(inputs: ReportInputs) -> str:
     return (
         f"Every claim (better, not worse, worse, equivalent) holds with family-wise error at "
         f"most {alpha:g} across all variants and {looks}: each interval is the repeated "
-        "confidence interval of the look that decided it (alpha spent over the looks, "
+        "confidence interval of the look that decided it (alpha spent over the looks"
+        f"{f' by {inputs.spending}' if inputs.spending and last.looks > 1 else ''}, "
         "split among the variants, each interval on the variant's own spread)."
     )
 

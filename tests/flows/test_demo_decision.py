@@ -35,3 +35,6 @@ def test_the_demo_decides_width_16_worse_in_a_short_plain_sentence(tmp_path: Pat
     assert f"decision: {sentence}\n" in result.stdout
 
     assert rejudged_looks(LoadedCampaign.load(campaign.out)) == looks
+    # the report names how alpha was spent: the demo registers O'Brien-Fleming's shape
+    report = (campaign.out / "REPORT.md").read_text()
+    assert "(alpha spent over the looks by obrien-fleming, split among the variants" in report

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ablations.errors import PlanError
-from ablations.plan.design import SequentialSeeds, look_of_seed
+from ablations.plan.design import SequentialSeeds, look_of_seed, spending_words
 from ablations.plan.model import parse_plan, plan_hash
 from ablations.plan.runs import planned_runs
 
@@ -103,3 +103,5 @@ def test_the_interim_share_is_registered_with_the_plan(demo_data: dict[str, Any]
     few = 0.05e-6  # what the look of 3 seeds spends: next to nothing
     assert spent == pytest.approx([few, few + 0.05 * 0.09, few + 0.05 * 0.18, 0.05], abs=1e-12)
     assert look_design(default).boundary(1).alpha_spent == pytest.approx(few + 0.05 * 0.12)
+    assert spending_words(chosen.seeds) == "haybittle-peto (9% per interim look)"
+    assert spending_words([0, 1, 2]) == "obrien-fleming"  # one look: nothing to spend over
