@@ -13,8 +13,8 @@ from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from ablations.analysis.spending import Spending, family_spent, many_to_one_error
-from ablations.plan.design import INTERIM_SHARE, Correction
+from ablations.analysis.spending import family_spent, many_to_one_error
+from ablations.plan.design import INTERIM_SHARE, Correction, Spending
 
 RHO_STEP = 0.1
 """The correlation a boundary assumes is rounded down to a multiple of this: rounding down

@@ -51,8 +51,9 @@ from scipy import special
 from ablations.analysis.design import RHO_STEP, LookBoundary, LookDesign, fixed_design
 from ablations.analysis.pooling import own_spreads, shared_correlation
 from ablations.analysis.sizing import seeds_to_decide
-from ablations.analysis.spending import FEW_SEEDS, Spending
+from ablations.analysis.spending import FEW_SEEDS
 from ablations.analysis.verdicts import INTERVAL_VERDICTS, interval_verdicts
+from ablations.plan.design import Spending
 from ablations.plan.experiment import MetricSection
 from ablations.plan.section import Verdict
 

@@ -44,15 +44,11 @@ from __future__ import annotations
 import itertools
 import math
 from functools import lru_cache
-from typing import Literal
 
 import numpy as np
 from scipy import special
 
-from ablations.plan.design import INTERIM_MOST, INTERIM_SHARE
-
-Spending = Literal["haybittle_peto", "obrien_fleming", "pocock", "equal"]
-"""How the family-wise error is spent over the looks."""
+from ablations.plan.design import INTERIM_MOST, INTERIM_SHARE, Spending
 
 FEW_SEEDS = 4
 """A look with fewer seeds per variant than this has a t on at most 2 degrees of freedom:

@@ -16,6 +16,7 @@ from pathlib import Path
 from ablations.campaign.folder import CampaignFolder
 from ablations.checkpoint.store import CHECK_PREFIX
 from ablations.files.names import WRITTEN_FOLDERS
+from ablations.plan.infrastructure import folder_store_path
 from ablations.run.records import RunRecord
 
 
@@ -33,7 +34,8 @@ def remove_leftover_temporaries(out_dir: Path, store: str | None = None) -> list
             if _temporary(path.name) and path.is_file():
                 path.unlink(missing_ok=True)
                 removed.append(path)
-    root = _relative_store_root(out_dir, store) if store else None
+    inside = folder_store_path(store, str(out_dir)) if store else None
+    root = Path(inside) if inside is not None else None  # only the folder's own store
     if root is not None and root.is_dir():
         for path in root.iterdir():
             # `.store-check-<id>` itself, or `..store-check-<id>.<random>.tmp` (its write)
@@ -45,13 +47,6 @@ def remove_leftover_temporaries(out_dir: Path, store: str | None = None) -> list
 
 def _temporary(name: str) -> bool:
     return name.startswith(".") and name.endswith((".tmp", ".part"))
-
-
-def _relative_store_root(out_dir: Path, store: str) -> Path | None:
-    scheme, _, path = store.partition("://")
-    if scheme != "file" or os.path.isabs(path):
-        return None  # S3, memory or a store outside the folder: maybe shared, never swept
-    return out_dir / os.path.normpath(path)
 
 
 def folder_uri(uri: str, out_dir: Path) -> str:

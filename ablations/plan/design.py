@@ -191,10 +191,11 @@ def interim_share_of(seeds: SeedsField) -> float:
 
 def spending_words(seeds: SeedsField) -> str:
     """How alpha is spent over the looks, as `validate` and the report say it."""
-    spending = spending_of(seeds).replace("_", "-")
-    if isinstance(seeds, list) or seeds.spending != "haybittle_peto":
-        return spending
-    return f"{spending} ({seeds.interim_share:.0%} per interim look)"
+    spending = spending_of(seeds)
+    words = spending.replace("_", "-")
+    if spending != "haybittle_peto":
+        return words
+    return f"{words} ({interim_share_of(seeds):.0%} per interim look)"
 
 
 def correction_of(seeds: SeedsField) -> Correction:

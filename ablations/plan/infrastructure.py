@@ -41,6 +41,15 @@ class Interval(Section):
         return self.steps is None and self.seconds is None
 
 
+def folder_store_path(store: str, out_dir: str) -> str | None:
+    """Where a relative `file://` store lies inside the output folder `out_dir` (the folder's
+    own store); None for an absolute path, S3 or memory (a store that may be shared)."""
+    scheme, _, path = store.partition("://")
+    if scheme != "file" or os.path.isabs(path):
+        return None
+    return os.path.normpath(os.path.join(out_dir, path))
+
+
 class CheckpointSection(Section):
     """Where and how often runs save their full training state."""
 
@@ -71,11 +80,8 @@ class CheckpointSection(Section):
         """This section with a relative `file://` store placed inside the campaign's output
         folder: each campaign keeps its own checkpoints, and a restart finds them from any
         working directory. Absolute paths, S3 and memory stores are unchanged."""
-        scheme, _, path = self.store.partition("://")
-        if scheme != "file" or os.path.isabs(path):
-            return self
-        inside = os.path.normpath(os.path.join(out_dir, path))
-        return self.model_copy(update={"store": f"file://{inside}"})
+        inside = folder_store_path(self.store, out_dir)
+        return self if inside is None else self.model_copy(update={"store": f"file://{inside}"})
 
     @field_validator("interval", mode="before")
     @classmethod

@@ -180,13 +180,13 @@ def _registered_plan(out_dir: Path, manifest: Manifest, found: Verification) -> 
         return None, str(manifest.plan_hash)
     digest = plan_hash(plan)
     registration = _registration(out_dir)
+    release: str | None = None  # asked of git once, and only for a mismatch
     for source, data in ((MANIFEST, manifest), (REGISTRATION, registration)):
         hashed, campaign_id = (data.plan_hash, data.campaign_id) if data else (None, None)
         if hashed != digest:
+            release = _release(manifest) if release is None else release
             found.problems.append(
-                FolderProblem(
-                    PLAN, f"hashes to {digest[:12]}, {source} says {hashed}{_release(manifest)}"
-                )
+                FolderProblem(PLAN, f"hashes to {digest[:12]}, {source} says {hashed}{release}")
             )
         if campaign_id != plan.campaign.id:
             found.problems.append(
