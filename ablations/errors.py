@@ -24,7 +24,8 @@ the whole tree, by cause, so a caller sees what it may catch without reading the
         │   ├── RefusedCheckpoint a committed checkpoint that is corrupt or unreadable
         │   ├── ForeignCheckpoint a committed checkpoint of another plan or run
         │   ├── ObjectTooLarge    an object larger than its reader allows
-        │   └── UntrustedObject   unsigned, wrongly signed or not what it should be
+        │   ├── UntrustedObject   unsigned, wrongly signed or not what it should be
+    │   └── ProtectedObject   a delete that would remove another writer's objects
         ├── LedgerError           the ledger cannot be opened or written
         ├── WorkerLost            a slot's worker process died under a job
         ├── JobFailed             a job failed in a worker for the machine's cause
@@ -207,6 +208,11 @@ class ObjectTooLarge(StoreError):
 class UntrustedObject(StoreError):
     """An object read from the store that is unsigned, wrongly signed or not what it should
     be: refused, never used."""
+
+
+class ProtectedObject(StoreError):
+    """A delete refused because the prefix holds another writer's objects (a pool attempt's,
+    or the campaign's pointer to the accepted one): nothing was deleted."""
 
 
 class LedgerError(InfrastructureError):

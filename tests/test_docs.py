@@ -152,3 +152,16 @@ def test_the_sizing_line_the_page_quotes_is_what_ablate_plan_prints(
     assert main(["plan", str(DEMO_PLAN)]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("power at 2x")]
     assert f"    {line}\n" in (ROOT / "docs" / "seeds-and-looks.md").read_text()
+
+
+def test_the_work_pool_page_s_own_script_plan_is_valid(tmp_path: Path) -> None:
+    """The plan docs/work-pools.md gives for a script of one's own (run on a pool by
+    tests/flows/test_work_pool_own_code.py) is a plan `ablate run` admits."""
+    from ablations.plan.io import load_plan
+
+    page = (ROOT / "docs" / "work-pools.md").read_text()
+    section = page.split("## Your own script on a pool", 1)[1]
+    (tmp_path / "plan.yaml").write_text(section.split("```yaml", 1)[1].split("```", 1)[0])
+    plan = load_plan(tmp_path / "plan.yaml")
+    assert plan.workload.command is not None and plan.checkpoint.store.startswith("s3://")
+    assert plan.stop_rules.restart.enabled  # the default the pool once could not pass

@@ -33,7 +33,7 @@ from typing import Literal
 from ablations.byo import ExternalWorkload
 from ablations.byo.session import Session
 from ablations.byo.trace import RestartTrace
-from ablations.checkpoint.commit import Identity
+from ablations.checkpoint.commit import Identity, remove_writer
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.checkpoint.store import open_store
 from ablations.run.records import RunSpec, Stop
@@ -94,6 +94,7 @@ def external_restart_check(spec: RunSpec, factory: ExternalWorkload) -> Stop | N
     """None when a run resumed at step k continues exactly as the run straight through; a
     `restart` stop naming the first differing step, its cause and the fix otherwise (or why
     no check was possible)."""
+    spec = spec.for_restart_check()  # never the run's own folder (nor a pool's pointer in it)
     k = spec.stop_rules.restart.check_steps
     total = 2 * k
     # short, evaluated at k and at its end on every side: the losses are what is compared
@@ -102,11 +103,11 @@ def external_restart_check(spec: RunSpec, factory: ExternalWorkload) -> Stop | N
     first = short.model_copy(update={"until": k, "phase": "pilot"})
     resumed = short.model_copy(update={"until": None, "phase": "main"})
     assert spec.checkpoint is not None, "the restart check needs a checkpoint section"
-    # The check's saves, under its run id: an earlier check's are never resumed, and none
-    # is left behind.
+    # The check's saves, under its own run id: an earlier check's are never resumed, and
+    # none is left behind.
     store = open_store(spec.checkpoint)
-    prefix = Identity(spec.campaign_id, spec.run_id, spec.plan_hash).prefix
-    store.delete(prefix)
+    identity = Identity(spec.campaign_id, spec.run_id, spec.plan_hash)
+    remove_writer(store, identity)
     try:
         reference = _run(straight, factory, k)
         before = _run(first, factory, k)
@@ -114,7 +115,7 @@ def external_restart_check(spec: RunSpec, factory: ExternalWorkload) -> Stop | N
     except _Stopped as stopped:  # a rule fired within 2 k steps: no restart can be judged
         return None if stopped.stop.rule != "restart" else stopped.stop
     finally:
-        store.delete(prefix)
+        remove_writer(store, identity)
     later = sorted((step, loss) for step, loss in continued.losses.items() if step > k)
     if not later:
         return Stop(

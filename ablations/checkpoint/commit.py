@@ -22,8 +22,15 @@ import re
 import time
 from dataclasses import dataclass, replace
 
+from ablations.checkpoint.fence import ACCEPTED
 from ablations.checkpoint.store import Store
-from ablations.errors import ForeignCheckpoint, RefusedCheckpoint, StoreError, UntrustedObject
+from ablations.errors import (
+    ForeignCheckpoint,
+    ProtectedObject,
+    RefusedCheckpoint,
+    StoreError,
+    UntrustedObject,
+)
 from ablations.security.signing import sign, signing_key, verify
 
 COMMIT = "COMMIT.json"
@@ -156,6 +163,34 @@ def remove(store: Store, identity: Identity, steps: list[int]) -> None:
         base = step_key(identity, step)
         store.delete(f"{base}/{COMMIT}")
         store.delete(base)
+
+
+def remove_writer(store: Store, identity: Identity) -> None:
+    """Delete everything one writer saved (`identity.prefix`: a restart check's short runs).
+
+    Refused (`ProtectedObject`, nothing deleted) when the prefix holds what is not the
+    writer's: the campaign's pointer to a run's accepted pool attempt, or any object of
+    another attempt's folder. Without this, a helper that clears a run's folder fences out
+    the very attempt the campaign waits on (the external restart check once did, so no
+    user's own code passed preflight on a pool)."""
+    foreign = [key for key in store.keys(identity.prefix) if not _owned_by(identity, key)]
+    if foreign:
+        shown = ", ".join(store.uri(key) for key in sorted(foreign)[:3])
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise ProtectedObject(
+            f"refusing to delete {store.uri(identity.prefix)}: it holds what is not "
+            f"{identity.run_id}'s own saves to delete: {shown}{more}"
+        )
+    store.delete(identity.prefix)
+
+
+def _owned_by(identity: Identity, key: str) -> bool:
+    """Whether `key` (under the writer's prefix) is the writer's own to delete."""
+    parts = key[len(identity.prefix) + 1 :].split("/")
+    if parts[-1] == ACCEPTED:  # the campaign's pointer to the accepted pool attempt
+        return False
+    # a run's own folder (no attempt) holds every attempt's folder below it: none is its own
+    return not (identity.attempt is None and parts[0] == ATTEMPTS)
 
 
 def prune(store: Store, identity: Identity, keep_last: int, newest: int) -> None:

@@ -16,7 +16,6 @@ from typing import Protocol
 from ablations.preflight.verdict import (
     Continuation,
     RestartReference,
-    check_spec,
     reload_failed,
     verdict,
 )
@@ -72,7 +71,7 @@ def preflight_across(
     started = time.perf_counter()
     with other() as worker:
         try:
-            got = worker.continue_check(check_spec(spec), start.reference.until)
+            got = worker.continue_check(spec.for_restart_check(), start.reference.until)
         except Exception as exc:  # any failure to reload is exactly what the check reports
             return start.finish(reload_failed(start.reference, exc))
     return start.finish(verdict(start.reference, got), time.perf_counter() - started)

@@ -23,14 +23,13 @@ import sys
 
 import torch
 
-from ablations.checkpoint.commit import Identity
+from ablations.checkpoint.commit import Identity, remove_writer
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.checkpoint.saver import Retry
 from ablations.checkpoint.store import open_store
 from ablations.preflight.verdict import (
     Continuation,
     RestartReference,
-    check_spec,
     reload_failed,
     restart_stop,
     verdict,
@@ -59,15 +58,15 @@ def _manager(spec: RunSpec) -> CheckpointManager:
 def reference_half(spec: RunSpec) -> RestartReference | Stop:
     """Train `spec`'s check to its save, save, train on: the reference (or why it failed).
 
-    `spec` is the check's own (`check_spec`); leftovers of an earlier check are deleted
-    first, so a check never resumes an old one."""
+    `spec` is the check's own (`RunSpec.for_restart_check`); leftovers of an earlier check
+    are deleted first, so a check never resumes an old one."""
     from ablations.training.driver import open_run
 
     assert spec.checkpoint is not None, "the restart check needs a checkpoint section"
     early = min(EARLY_STEPS, spec.steps)
     until = min(early + spec.stop_rules.restart.check_steps, spec.steps)
     manager = _manager(spec)
-    manager.store.delete(manager.identity.prefix)
+    remove_writer(manager.store, manager.identity)
     reference = open_run(spec)
     reference.advance(early)
     manager.save(early, reference.workload, reference.history)
@@ -99,7 +98,7 @@ def continue_from_checkpoint(spec: RunSpec, until: int) -> Continuation:
         loop.advance(until)
     finally:
         summary = manager.close()
-        manager.store.delete(manager.identity.prefix)
+        remove_writer(manager.store, manager.identity)
     return Continuation(
         resumed=resumed,
         refused=summary.last_error,
@@ -111,7 +110,7 @@ def continue_from_checkpoint(spec: RunSpec, until: int) -> Continuation:
 
 def restart_check(spec: RunSpec) -> Stop | None:
     """None when the run restarts exactly; a `restart` stop naming the reason otherwise."""
-    spec = check_spec(spec)
+    spec = spec.for_restart_check()
     assert spec.checkpoint is not None, "the restart check needs a checkpoint section"
     # A failed save or reload leaves a partial check behind; nothing of it may remain.
     store = open_store(spec.checkpoint)
@@ -126,7 +125,7 @@ def restart_check(spec: RunSpec) -> Stop | None:
             return reload_failed(reference, exc)
         return verdict(reference, got)
     finally:
-        store.delete(identity.prefix)
+        remove_writer(store, identity)
 
 
 def _continue_elsewhere(spec: RunSpec, until: int) -> Continuation:

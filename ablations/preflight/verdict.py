@@ -11,7 +11,7 @@ import math
 
 from pydantic import ConfigDict
 
-from ablations.run.records import Record, RunSpec, Stop
+from ablations.run.records import Record, Stop
 
 CUDA_REL_TOL = 1e-5
 """Loss agreement on CUDA when non-deterministic kernels (atomics) are allowed."""
@@ -49,13 +49,6 @@ class Continuation(Record):
     digest: str
     pid: int
     """The process that resumed."""
-
-
-def check_spec(spec: RunSpec) -> RunSpec:
-    """The spec the check runs under: its own run id, so the real run's store is untouched."""
-    # The check is a run of its own: not a pilot, saving under its own id only.
-    update = {"run_id": f"restart-{spec.run_id}", "out_dir": None, "until": None}
-    return spec.model_copy(update={**update, "checkpoint_id": None, "resume_step": 0})
 
 
 def restart_stop(step: int, message: str, value: float | None = None) -> Stop:

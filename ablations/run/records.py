@@ -269,6 +269,15 @@ class RunSpec(Record):
             raise TypeError(f"RunSpec has no field {', '.join(unknown)}")
         return super().model_copy(update=update, deep=deep)
 
+    def for_restart_check(self) -> RunSpec:
+        """The spec the restart check runs under: a run of its own (`restart-<run_id>`), so
+        nothing of the real run is touched in the store: not its checkpoints, and on a work
+        pool not the campaign's pointer to the accepted attempt beside them."""
+        update = {"run_id": f"restart-{self.run_id}", "out_dir": None, "until": None}
+        return self.model_copy(
+            update={**update, "checkpoint_id": None, "resume_step": 0, "attempt": None}
+        )
+
     def with_workload(self, **changes: Any) -> RunSpec:
         """This spec with fields of its `workload` section changed (`eval_every=`, `entry=`):
         a run that evaluates at other steps, a test's other workload."""

@@ -86,10 +86,9 @@ def preflight_start(
         del workload
         if spec.stop_rules.restart.enabled and spec.checkpoint is not None:
             from ablations.preflight.restart_check import reference_half, restart_check
-            from ablations.preflight.verdict import check_spec
 
             if continue_elsewhere and not spec.checkpoint.store.startswith("memory://"):
-                half = reference_half(check_spec(spec))
+                half = reference_half(spec.for_restart_check())
                 restart, reference = (half, None) if isinstance(half, Stop) else (None, half)
             else:
                 restart = restart_check(spec)

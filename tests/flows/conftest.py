@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from flows.environment import quiet_prefect
+from tests.flows.work_pool import Loopback, serve
 
 quiet_prefect()
 
@@ -49,3 +51,11 @@ def tiny_plan() -> dict[str, Any]:
 
 def plan_text(data: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False)
+
+
+@pytest.fixture
+def loopback(tmp_path: Path, s3_endpoint: str) -> Iterator[Loopback]:
+    """A Prefect server on a free port with a fresh database and the `gpus` pool deployed;
+    every process it or the test started killed at teardown (`tests.flows.work_pool`)."""
+    with serve(tmp_path) as loop:
+        yield loop

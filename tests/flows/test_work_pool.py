@@ -7,131 +7,22 @@ GPU hosts (distinct ABLATE_HOST and lock folders), and the moto S3 server as the
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
 from tests.flows.conftest import plan_text
-from tests.s3_server import BUCKET, free_port
+from tests.flows.work_pool import POOL, Loopback, kill_tree
+from tests.s3_server import BUCKET
 
 pytestmark = pytest.mark.slow
-
-POOL = "gpus"  # the pool and deployment names in prefect.yaml
-PREFECT = [sys.executable, "-m", "prefect"]
-LEAN = ["--no-services", "--no-ui"]
-"""The API alone: a process pool's runs need no server service (its workers poll the API,
-ablate watches heartbeats in the store), and the services' loops cost CPU all test long."""
-
-
-def _descendants(pid: int) -> list[int]:
-    """`pid` and every process below it (flow runs start in sessions of their own)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, stack = [], [pid]
-    while stack:
-        current = stack.pop()
-        found.append(current)
-        stack.extend(children.get(current, []))
-    return found
-
-
-def kill_tree(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL a process and everything it started, as a host that loses power would."""
-    for pid in _descendants(process.pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    process.wait(timeout=30)
-
-
-class Loopback:
-    """A Prefect server with the pool deployed; workers started on demand."""
-
-    def __init__(self, home: Path, env: dict[str, str]) -> None:
-        self.home, self.env = home, env
-        self.processes: list[subprocess.Popen[bytes]] = []
-        self.workers: dict[str, subprocess.Popen[bytes]] = {}
-
-    def start(self, command: list[str], env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
-        with (self.home / log).open("wb") as out:
-            process = subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
-            )
-        self.processes.append(process)
-        return process
-
-    def prefect(self, *args: str) -> None:
-        result = subprocess.run(
-            [*PREFECT, *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
-
-    def worker(self, host: str, devices: str) -> None:
-        env = {
-            **self.env,
-            "ABLATE_HOST": host,
-            "ABLATE_DEVICES": devices,
-            "ABLATE_SLOT_DIR": str(self.home / f"slots-{host}"),
-        }
-        command = [*PREFECT, "worker", "start", "--pool", POOL, "--limit", "1", "--name", host]
-        self.workers[host] = self.start(command, env, f"worker-{host}.log")
-
-    def log(self, name: str) -> str:
-        return (self.home / name).read_text(errors="replace")
-
-
-@pytest.fixture
-def loopback(tmp_path: Path, s3_endpoint: str) -> Iterator[Loopback]:
-    """Server on a free port with a fresh database; every process killed at teardown."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(
-        PREFECT_HOME=str(tmp_path / "prefect-home"),
-        PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
-        PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        DO_NOT_TRACK="1",
-        PREFECT_LOGGING_LEVEL="WARNING",
-        PREFECT_WORKER_QUERY_SECONDS="1",  # default 10: each run would wait that long
-    )
-    loop = Loopback(tmp_path, env)
-    try:
-        loop.start(
-            [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port), *LEAN],
-            env,
-            "server.log",
-        )
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, loop.log("server.log")[-3000:]
-                time.sleep(0.5)
-        loop.prefect("work-pool", "create", POOL, "--type", "process")
-        loop.prefect("--no-prompt", "deploy", "--all")
-        yield loop
-    finally:
-        for process in reversed(loop.processes):
-            if process.poll() is None:
-                kill_tree(process)
 
 
 @functools.cache

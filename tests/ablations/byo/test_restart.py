@@ -88,3 +88,21 @@ def test_a_trainer_passes_and_its_fixes_are_the_trainers(tmp_path: Path) -> None
     store = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 1000})
     assert external_restart_check(spec_for(tmp_path, checkpoint=store), TrainerWorkload) is None
     assert "ignore_data_skip" in TrainerWorkload.resume_fixes["batches"]
+
+
+def test_the_check_of_a_pool_attempt_leaves_the_campaigns_pointer(tmp_path: Path) -> None:
+    """On a work pool the campaign points at the preflight's accepted attempt in the run's own
+    folder before the check runs: the check saves and deletes only under its own run id, so
+    the attempt can still commit its result (the check once deleted the pointer, and no
+    preflight of a user's own code ever passed on a pool)."""
+    from ablations.checkpoint import fence
+    from ablations.checkpoint.store import open_store
+    from tests.ablations.byo.test_command import spec_for
+
+    section = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 1000})
+    spec = spec_for(section, tmp_path)
+    store = open_store(section)
+    fence.accept(store, spec.campaign_id, spec.run_id, "attempt-1")
+    assert external_restart_check(spec, CommandWorkload) is None
+    assert fence.accepted(store, spec.campaign_id, spec.run_id) == "attempt-1"
+    assert store.keys(f"{spec.campaign_id}/restart-{spec.run_id}") == []  # nothing left over

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from ablations.checkpoint import CheckpointManager, ForeignCheckpoint, RefusedCheckpoint, commit
+from ablations.checkpoint import (
+    CheckpointManager,
+    ForeignCheckpoint,
+    RefusedCheckpoint,
+    commit,
+    fence,
+)
 from ablations.checkpoint.commit import COMMIT, Identity
 from ablations.checkpoint.state import MODEL, STATE
+from ablations.checkpoint.store import FsspecStore, open_store
+from ablations.errors import ProtectedObject
+from ablations.plan.infrastructure import CheckpointSection
 from ablations.run.records import RunSpec
 from tests.ablations.checkpoint.conftest import build, train
 
@@ -136,3 +147,41 @@ def test_a_superseded_attempt_commits_nothing_more(spec_factory: Callable[..., R
     summary = manager.close()
     assert summary.saves == 0 and "declared lost" in str(summary.last_error)
     assert commit.committed_by_any(manager.store, ME) == []
+
+
+def _file_store(root: Path) -> FsspecStore:
+    return open_store(CheckpointSection(store=f"file://{root}"), check=False)
+
+
+def test_a_writers_delete_refuses_the_pools_pointer_and_other_attempts(tmp_path: Path) -> None:
+    """The guard behind every restart check: deleting a run's folder would take the
+    campaign's pointer to its accepted attempt (and that attempt's commits) with it."""
+    store = _file_store(tmp_path)
+    run = Identity("camp", "preflight-x", "hash-1")
+    fence.accept(store, "camp", "preflight-x", "att-1")
+    commit.write(store, replace(run, attempt="att-1"), 2, {"model.pt": b"m"})
+    with pytest.raises(ProtectedObject, match=r"preflight-x/accepted\.json"):
+        commit.remove_writer(store, run)
+    assert fence.accepted(store, "camp", "preflight-x") == "att-1"  # nothing was deleted
+    assert commit.committed_by_any(store, run) == [(2, replace(run, attempt="att-1"))]
+
+    store.delete(f"camp/preflight-x/{fence.ACCEPTED}")  # the attempt's folder alone: refused too
+    with pytest.raises(ProtectedObject, match=r"attempts/att-1/step-00000002"):
+        commit.remove_writer(store, run)
+
+
+def test_a_writers_delete_removes_its_own_saves_and_nothing_beside_them(tmp_path: Path) -> None:
+    store = _file_store(tmp_path)
+    check = Identity("camp", "restart-preflight-x", "hash-1")
+    commit.write(store, check, 2, {"model.pt": b"m"})
+    commit.write(store, ME, 2, {"model.pt": b"m"})
+    commit.remove_writer(store, check)
+    assert store.keys("camp/restart-preflight-x") == []
+    assert commit.scan(store, ME) == ([2], [])  # another run's saves, untouched
+
+    attempt = Identity("camp", "run-b", "hash-1", attempt="att-2")  # an attempt's own folder
+    fence.accept(store, "camp", "run-b", "att-2")
+    commit.write(store, attempt, 4, {"model.pt": b"m"})
+    commit.remove_writer(store, attempt)
+    assert commit.scan(store, attempt) == ([], [])
+    assert fence.accepted(store, "camp", "run-b") == "att-2"

@@ -11,7 +11,6 @@ import pytest
 from ablations.checkpoint import open_store
 from ablations.errors import WorkloadFailed
 from ablations.preflight.across import preflight_across
-from ablations.preflight.verdict import check_spec
 from ablations.slots.devices import SlotSpec
 from ablations.workers.jobs import ContinueJob, PreflightOnSlot, PreflightStartJob
 from ablations.workers.worker import SlotWorker, Warmup
@@ -38,7 +37,7 @@ def test_the_continuation_runs_in_the_other_worker_and_agrees(tmp_path: Path) ->
     with _worker() as first, _worker() as second:
         start = first.do(PreflightStartJob(spec, None))
         assert start.reference is not None and start.reference.pid == first.pid
-        got = second.do(ContinueJob(check_spec(spec), start.reference.until))
+        got = second.do(ContinueJob(spec.for_restart_check(), start.reference.until))
         assert got.pid == second.pid != first.pid
         assert got.resumed == start.reference.early and got.losses == start.reference.losses
 
@@ -68,7 +67,7 @@ def test_a_continuation_that_cannot_run_is_a_failed_reload(tmp_path: Path) -> No
     with _worker() as first, _worker() as second:
         start = first.do(PreflightStartJob(spec, None))
         assert start.reference is not None
-        broken = check_spec(spec).with_workload(entry="no_such_module:X")
+        broken = spec.for_restart_check().with_workload(entry="no_such_module:X")
         try:
             second.do(ContinueJob(broken, start.reference.until))
         except WorkloadFailed as exc:  # the workload does not import: not the machine's fault

@@ -11,7 +11,7 @@ import torch
 
 from ablations.checkpoint import commit, open_store
 from ablations.checkpoint.commit import Identity
-from ablations.preflight.verdict import check_spec, verdict
+from ablations.preflight.verdict import verdict
 from ablations.run.records import RunSpec
 from ablations.workers.jobs import continue_check, preflight_on_slot, preflight_start, run_spec
 from ablations.workloads.digits import DigitsWorkload
@@ -111,7 +111,7 @@ def test_continuing_elsewhere_stops_at_the_reference_and_the_continuation_agrees
     assert reference.until == reference.early + spec.stop_rules.restart.check_steps
     assert len(reference.losses) == reference.until - reference.early
 
-    got = continue_check(check_spec(spec), reference.until)
+    got = continue_check(spec.for_restart_check(), reference.until)
     assert got.resumed == reference.early and got.refused is None
     assert got.losses == reference.losses and got.digest == reference.digest
     assert verdict(reference, got) is None
@@ -126,7 +126,7 @@ def test_a_continuation_of_a_forgetful_workload_differs_from_its_reference(
     spec = make_spec(f"file://{tmp_path}/ckpt").with_workload(entry=FORGETFUL)
     start = preflight_start(spec, None, continue_elsewhere=True)
     assert start.reference is not None
-    got = continue_check(check_spec(spec), start.reference.until)
+    got = continue_check(spec.for_restart_check(), start.reference.until)
     assert got.resumed == start.reference.early and got.losses != start.reference.losses
     stop = verdict(start.reference, got)
     assert stop is not None and not start.finish(stop).passed
