@@ -131,7 +131,7 @@ class CommandWorkload:
             checkpoint.mkdir()
             step = session.restore(resume)
             env = environment(spec, checkpoint, resume if step else None, step)
-            _Conversation(argv, env, session, checkpoint).run()
+            _Conversation(argv, env, session, checkpoint, spec.workdir).run()
             # Read while the scratch folder exists; a run a stop rule or a SIGTERM ended
             # keeps no predictions (the program may have been ended writing them).
             predictions = Path(env["ABLATE_PREDICTIONS"])
@@ -143,13 +143,27 @@ class CommandWorkload:
 class _Conversation:
     """One program's process: its reports read, the session's answers written back."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], session: Session, folder: Path):
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        session: Session,
+        folder: Path,
+        workdir: str | None,
+    ):
         self.session, self.folder = session, folder
+        if workdir is not None and not Path(workdir).is_dir():
+            raise WorkloadError(
+                f"cannot start {argv[0]!r} in {workdir}, the folder `ablate run` started in: "
+                "it is not a folder on this host (on a work pool, every host needs the "
+                "command's files at the same path)"
+            )
         self.stderr: deque[str] = deque(maxlen=STDERR_TAIL)
         self.terminated = False
         try:
             self.process = subprocess.Popen(
                 argv,
+                cwd=workdir,
                 env=env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ablations.campaign.folder import Registration
 from ablations.plan.model import Plan
 from ablations.plan.variants import PlannedRun
@@ -25,4 +27,5 @@ def spec_for(plan: Plan, registration: Registration, run: PlannedRun) -> RunSpec
         until=run.steps if run.phase == "pilot" else None,
         checkpoint_id=run.continues,
         resume_step=run.start_step,
+        workdir=str(Path.cwd()),  # a command's relative paths: here, on whichever host runs it
     )

@@ -219,6 +219,10 @@ class RunSpec(Record):
     attempt: str | None = None
     """The work-pool attempt running it (its flow run id): its checkpoints go in a folder of
     their own and commit only while the campaign accepts it (None: a local slot)."""
+    workdir: str | None = None
+    """The folder `ablate run` started in, where a command runs and its relative paths
+    resolve: on a work pool the same path on every host, not the worker's own temporary
+    folder (None: the running process's own)."""
 
     @classmethod
     def of(
@@ -238,6 +242,7 @@ class RunSpec(Record):
         until: int | None = None,
         checkpoint_id: str | None = None,
         resume_step: int = 0,
+        workdir: str | None = None,
     ) -> RunSpec:
         """The spec of one run of `plan` (registered with `plan_hash`): the plan's sections
         whole, the run's own fields as given (the device is the slot's to fill in)."""
@@ -259,6 +264,7 @@ class RunSpec(Record):
             until=until,
             checkpoint_id=checkpoint_id,
             resume_step=resume_step,
+            workdir=workdir,
         )
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:

@@ -46,7 +46,7 @@ def run_campaign(loopback: Loopback, tmp_path: Path, s3_endpoint: str, workers: 
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "ablations.cli", *run],
-        cwd=ROOT, env=loopback.env, capture_output=True, text=True, timeout=300,
+        cwd=ROOT, env=loopback.env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     output = result.stdout + result.stderr
     print(f"campaign on {workers} worker(s): {time.monotonic() - started:.1f} s")

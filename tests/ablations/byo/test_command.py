@@ -119,3 +119,28 @@ def test_the_programs_folders_are_a_scratch_folder_gone_after_the_run(tmp_path: 
     folder = Path(seen.read_text())
     assert scratch_root() in folder.parents
     assert not folder.exists() and not folder.parent.exists()
+
+
+def test_the_command_runs_in_the_folder_ablate_run_started_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a work pool the worker's flow run starts in a temporary folder of its own: the
+    command's relative path still resolves where `ablate run` started (the spec's workdir)."""
+    here = tmp_path / "checkout"
+    here.mkdir()
+    (here / "train.py").write_text(SCRIPT.read_text())
+    elsewhere = tmp_path / "worker-tmp"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    relative = ["python", "train.py", "--lr", "{lr}"]
+    record = run(
+        spec_for(None, tmp_path, command=relative).model_copy(update={"workdir": str(here)})
+    )
+    assert record.status == "accepted", record
+    gone = spec_for(None, tmp_path, command=relative).model_copy(
+        update={"workdir": str(tmp_path / "not-on-this-host")}
+    )
+    failed = run(gone)
+    assert failed.status == "failed" and failed.error is not None
+    assert "not a folder on this host" in failed.error.message
+    assert "not-on-this-host" in failed.error.message
