@@ -14,7 +14,7 @@ import pytest
 from ablations.byo.command import CommandWorkload
 from ablations.byo.restart import external_restart_check
 from ablations.plan.infrastructure import CheckpointSection
-from ablations.run.records import Stop
+from ablations.run.records import RunSpec, Stop
 
 pytestmark = pytest.mark.slow  # three short framework runs per check: 2-4 s each
 
@@ -90,19 +90,41 @@ def test_a_trainer_passes_and_its_fixes_are_the_trainers(tmp_path: Path) -> None
     assert "ignore_data_skip" in TrainerWorkload.resume_fixes["batches"]
 
 
-def test_the_check_of_a_pool_attempt_leaves_the_campaigns_pointer(tmp_path: Path) -> None:
+def _adapter(name: str, tmp_path: Path, section: CheckpointSection) -> tuple[RunSpec, Any]:
+    """A short run spec of each adapter, and its workload (skipped without its extra)."""
+    if name == "command":
+        from tests.ablations.byo.test_command import spec_for
+
+        return spec_for(section, tmp_path), CommandWorkload
+    if name == "lightning":
+        pytest.importorskip("lightning", reason="the lightning extra is not installed")
+        from ablations.byo.lightning import LightningWorkload
+        from tests.ablations.byo.test_lightning import spec_for as lightning_spec
+
+        spec = lightning_spec(tmp_path, checkpoint=section, params={"lr": 0.05, "resumable": True})
+        return spec, LightningWorkload
+    pytest.importorskip("transformers", reason="the hf extra is not installed")
+    from ablations.byo.hf import TrainerWorkload
+    from tests.ablations.byo.test_hf import spec_for as hf_spec
+
+    return hf_spec(tmp_path, checkpoint=section), TrainerWorkload
+
+
+@pytest.mark.parametrize("adapter", ["command", "lightning", "hf"])
+def test_the_check_of_a_pool_attempt_leaves_the_campaigns_pointer(
+    tmp_path: Path, adapter: str
+) -> None:
     """On a work pool the campaign points at the preflight's accepted attempt in the run's own
     folder before the check runs: the check saves and deletes only under its own run id, so
     the attempt can still commit its result (the check once deleted the pointer, and no
     preflight of a user's own code ever passed on a pool)."""
     from ablations.checkpoint import fence
     from ablations.checkpoint.store import open_store
-    from tests.ablations.byo.test_command import spec_for
 
     section = CheckpointSection(store=f"file://{tmp_path}/store", interval={"steps": 1000})
-    spec = spec_for(section, tmp_path)
+    spec, workload = _adapter(adapter, tmp_path, section)
     store = open_store(section)
     fence.accept(store, spec.campaign_id, spec.run_id, "attempt-1")
-    assert external_restart_check(spec, CommandWorkload) is None
+    assert external_restart_check(spec, workload) is None
     assert fence.accepted(store, spec.campaign_id, spec.run_id) == "attempt-1"
     assert store.keys(f"{spec.campaign_id}/restart-{spec.run_id}") == []  # nothing left over
