@@ -18,8 +18,11 @@ more):
 - Many-to-one within a look: the variants' differences share the control's runs, so the
   chance that any of m crosses is below m times one's. The correlation is the smallest the
   data support (see `pooling.shared_correlation`), rounded down.
-- Step-down: once a variant is decided by a claim, the error is split among the others
-  (closed testing: until a false claim is made, every true null is still among them).
+- Step-down, within each look and across looks: at a look every open variant is judged at
+  the bound for all variants not yet claimed; those that claim are decided, and the rest are
+  judged again at the bound for that many fewer, until a step claims nothing; a later look
+  starts from the claims made so far (Holm's step-down, the shortcut of closed testing over
+  the joint normal: docs/seeds-and-looks.md has the argument).
 - Across looks the shares add up (a union bound): the joint-normal refinement over-spent
   with spreads estimated on a few seeds.
 - Futility is non-binding (it only ever withholds a claim, so it cannot add error): from
@@ -101,7 +104,8 @@ class Judgement(BaseModel):
     alpha_spent: float
     """Family-wise error spent up to this look."""
     comparisons: int | None = None
-    """Variants this look's error was split among (None in looks recorded before it)."""
+    """Variants the error was split among at the step of this look's step-down that judged
+    this variant (None in looks recorded before it)."""
     rho: float | None = None
     """Correlation between the variants' statistics the split assumed."""
     verdict: Verdict
@@ -181,11 +185,15 @@ class LookArrays:
     chance: np.ndarray
     """Predicted chance of a claim by the last look (1 where not computed)."""
     level: np.ndarray
-    """(campaigns,): each campaign's interval level at this look."""
+    """Each variant's interval level: the step of the look's step-down that judged it last
+    (where it claimed, or the last step)."""
+    comparisons: np.ndarray
+    """The variants that step's error was split among."""
     last_level: np.ndarray
-    """(campaigns,): the level its last look would use (for the seeds still needed)."""
+    """(campaigns,): the level its last look would use after this look's claims (for the
+    seeds still needed and futility)."""
     boundaries: list[LookBoundary]
-    """(campaigns,): the boundary each campaign's look used."""
+    """(campaigns,): the boundary of each campaign's last step at this look."""
 
 
 def claim_chance(
@@ -219,6 +227,20 @@ def claim_chance(
     return np.asarray(chance)
 
 
+def _levels(
+    design: LookDesign, look: int, claimed: np.ndarray, rho: np.ndarray
+) -> tuple[list[LookBoundary], list[LookBoundary]]:
+    """Each campaign's boundary at `look` and at the last look, after `claimed` claims:
+    campaigns share a few (claimed, rho) pairs, so one boundary is computed per pair."""
+    steps = np.floor(np.clip(rho, 0.0, 0.9) / RHO_STEP + 1e-9)  # as `LookDesign.boundary`
+    keys = np.stack([np.asarray(claimed, dtype=float), steps], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    here = [design.boundary(look, claimed=int(c), rho=s * RHO_STEP) for c, s in unique]
+    last = [design.last_boundary(claimed=int(c), rho=s * RHO_STEP) for c, s in unique]
+    inverse = inverse.reshape(-1)
+    return [here[i] for i in inverse], [last[i] for i in inverse]
+
+
 def judge_arrays(
     design: LookDesign,
     look: int,
@@ -230,9 +252,14 @@ def judge_arrays(
     """Judge every variant of many campaigns at `look`.
 
     `diffs` (campaigns, variants, seeds): each open variant's paired differences (variant -
-    control, metric units) on the same seeds; `claimed` (campaigns,): variants an earlier
-    look decided by a claim; `rho`: the correlation to assume (default: estimated from
-    `diffs`, `pooling.shared_correlation`)."""
+    control, metric units) on the same seeds; `claimed` (campaigns,): variants decided by a
+    claim before (at earlier looks, or in another group of this look); `rho`: the
+    correlation to assume (default: estimated from `diffs`, `pooling.shared_correlation`).
+
+    Step-down within the look (`many_to_one`): every open variant is judged at the bound
+    for all of them; the variants that claim there are decided, and the others are judged
+    again at the bound for that many fewer, until a step claims nothing (Holm's shortcut
+    of closed testing: a claim at a stricter bound is a claim at every looser one)."""
     if not 0 <= look < len(design.looks):
         raise ValueError(f"look {look} is outside the design's {len(design.looks)} looks")
     n = diffs.shape[-1]
@@ -241,23 +268,36 @@ def judge_arrays(
     sd = np.sqrt(variance)
     if rho is None:
         rho = shared_correlation(diffs)
-    # Campaigns share a few (claimed, rho) pairs: one boundary each.
-    steps = np.floor(np.clip(rho, 0.0, 0.9) / RHO_STEP + 1e-9)  # as `LookDesign.boundary`
-    keys = np.stack([np.asarray(claimed, dtype=float), steps], axis=1)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    here = [design.boundary(look, claimed=int(c), rho=s * RHO_STEP) for c, s in unique]
-    last = [design.last_boundary(claimed=int(c), rho=s * RHO_STEP) for c, s in unique]
-    inverse = inverse.reshape(-1)
-    boundaries = [here[i] for i in inverse]
-    level = np.array([b.level for b in here])[inverse]
-    last_level = np.array([b.level for b in last])[inverse]
-    if n >= 2:
-        quantile = special.stdtrit(n - 1, 0.5 + level / 2.0)[:, None]
-        half = quantile * sd / math.sqrt(n)
-        low, high = mean - half, mean + half
-    else:
-        low = high = np.full(mean.shape, np.nan)
-    verdict = interval_verdicts(low, high, metric)
+    before = np.asarray(claimed, dtype=int)
+    here = np.zeros(before.shape, dtype=int)  # claims at this look's earlier steps
+    low = np.full(mean.shape, np.nan)
+    high = np.full(mean.shape, np.nan)
+    verdict = np.zeros(mean.shape, dtype=int)
+    level = np.zeros(mean.shape)
+    comparisons = np.zeros(mean.shape, dtype=int)
+    pending = np.ones(mean.shape, dtype=bool)  # not claimed at an earlier step
+    while True:
+        boundaries, last = _levels(design, look, before + here, rho)
+        step_level = np.array([b.level for b in boundaries])[:, None]
+        if n >= 2:
+            half = special.stdtrit(n - 1, 0.5 + step_level / 2.0) * sd / math.sqrt(n)
+            step_low, step_high = mean - half, mean + half
+        else:
+            step_low = step_high = np.full(mean.shape, np.nan)
+        step_verdict = interval_verdicts(step_low, step_high, metric)
+        low = np.where(pending, step_low, low)
+        high = np.where(pending, step_high, high)
+        verdict = np.where(pending, step_verdict, verdict)
+        level = np.where(pending, step_level, level)
+        split = np.array([b.comparisons for b in boundaries])[:, None]
+        comparisons = np.where(pending, split, comparisons)
+        new = pending & (step_verdict > 0)
+        pending &= ~new
+        count = new.sum(axis=1)
+        if design.correction == "bonferroni" or not count.any():
+            break
+        here = here + count
+    last_level = np.array([b.level for b in last])
     claim = verdict > 0
     chance = np.ones(mean.shape)
     futile = np.zeros(mean.shape, dtype=bool)
@@ -277,6 +317,7 @@ def judge_arrays(
         futile=futile,
         chance=chance,
         level=level,
+        comparisons=comparisons,
         last_level=last_level,
         boundaries=boundaries,
     )
@@ -308,12 +349,33 @@ def judge_look(
     if common and len(groups[common]) >= 2:
         block = np.array([[diffs[v] for v in groups[common]]], dtype=float)
         rho = float(shared_correlation(block)[0])
+    blocks = {
+        n: np.array([[diffs[v] for v in names]], dtype=float).reshape(1, len(names), n)
+        for n, names in groups.items()
+    }
+    # The step-down runs over the whole look: a group's claims loosen the others' bound,
+    # so the groups are judged again until no group claims more.
+    claims = dict.fromkeys(groups, 0)
+    while True:
+        judged = {
+            n: judge_arrays(
+                design,
+                look,
+                metric,
+                block,
+                np.array([claimed + sum(c for m, c in claims.items() if m != n)]),
+                np.array([rho]),
+            )
+            for n, block in blocks.items()
+        }
+        again = {n: int((arrays.verdict > 0).sum()) for n, arrays in judged.items()}
+        if again == claims:
+            break
+        claims = again
     out: dict[str, Judgement] = {}
     for n, names in groups.items():
-        block = np.array([[diffs[v] for v in names]], dtype=float).reshape(1, len(names), n)
-        arrays = judge_arrays(design, look, metric, block, np.array([claimed]), np.array([rho]))
         for j, name in enumerate(names):
-            out[name] = _judgement(design, look, metric, name, n, arrays, j)
+            out[name] = _judgement(design, look, metric, name, n, judged[n], j)
     return {name: out[name] for name in diffs}
 
 
@@ -372,9 +434,9 @@ def _judgement(
         df=float(n - 1),
         ci_low=float(arrays.low[0, j]),
         ci_high=float(arrays.high[0, j]),
-        level=boundary.level,
+        level=float(arrays.level[0, j]),
         alpha_spent=boundary.alpha_spent,
-        comparisons=boundary.comparisons,
+        comparisons=int(arrays.comparisons[0, j]),
         rho=boundary.rho,
         verdict=verdict,
         decided=bool(arrays.decided[0, j]),

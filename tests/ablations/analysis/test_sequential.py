@@ -288,6 +288,42 @@ def test_claims_before_a_look_widen_its_share() -> None:
     assert freed.ci_low is not None and alone.ci_low is not None and freed.ci_low > alone.ci_low
 
 
+def test_a_claim_at_a_look_frees_its_share_for_the_others_at_the_same_look() -> None:
+    """Step-down within a look: `clear` claims at the bound for all four; `near` misses that
+    bound and is judged again at the bound for three, where it claims, exactly as it would
+    at a later look after one claim. Bonferroni never steps down."""
+    design = LookDesign(looks=LOOKS, comparisons=4)
+    near = [U * (x - 0.65) for x in (1.9, 2.4, 2.2, 1.7, 2.6, 2.1, 2.0, 2.3)]
+    clear = [U * x for x in (5.0, 5.2, 4.9, 5.1, 5.0, 4.8, 5.1, 5.0)]
+    noisy = [U * x for x in (0.0, 2.0, -1.0, 3.0, 1.0, -2.0, 2.5, 0.5)]
+    alone = judge_look(design, 2, metric(), {"near": near})["near"]
+    freed = judge_look(design, 2, metric(), {"near": near}, claimed=1)["near"]
+    assert alone.verdict == "inconclusive" and freed.verdict == "better"  # the pair that tells
+    diffs = {"clear": clear, "near": near, "a": noisy, "b": noisy[::-1]}
+    judged = judge_look(design, 2, metric(), diffs)
+    assert judged["clear"].verdict == "better" and judged["clear"].comparisons == 4
+    assert judged["near"].verdict == "better" and judged["near"].comparisons == 3
+    assert judged["a"].verdict == "inconclusive" and judged["a"].comparisons == 2  # 3rd step
+    rho = judged["near"].rho or 0.0
+    assert judged["near"].level == pytest.approx(design.boundary(2, claimed=1, rho=rho).level)
+    bonferroni = design.model_copy(update={"correction": "bonferroni"})
+    plain = judge_look(bonferroni, 2, metric(), diffs)
+    assert plain["near"].verdict == "inconclusive" and plain["near"].comparisons == 4
+
+
+def test_the_step_down_reaches_variants_judged_on_fewer_seeds() -> None:
+    """A variant that lost a seed is judged in its own group; a claim in the other group
+    loosens its bound too."""
+    design = LookDesign(looks=LOOKS, comparisons=3)
+    near = [U * (x - 0.55) for x in (1.9, 2.4, 2.2, 1.7, 2.6, 2.1, 2.0, 2.3)]
+    alone = judge_look(design, 2, metric(), {"near": near[:7]})["near"]
+    freed = judge_look(design, 2, metric(), {"near": near[:7]}, claimed=1)["near"]
+    assert alone.verdict == "inconclusive" and freed.verdict == "better"
+    clear = [U * x for x in (5.0, 5.2, 4.9, 5.1, 5.0, 4.8, 5.1, 5.0)]
+    judged = judge_look(design, 2, metric(), {"clear": clear, "near": near[:7]})
+    assert judged["near"].verdict == "better" and judged["near"].comparisons == 2
+
+
 def test_a_single_pair_gives_no_interval() -> None:
     j = judge_look(fixed_design(3, 2), 0, metric(), {"a": [U], "b": []})
     assert j["a"].ci_low is None and j["a"].mean_diff == U and j["a"].decided
