@@ -19,8 +19,9 @@ u unless the cell says otherwise:
   alpha for the two on the margin).
 
 A cell is (decision rule, true effects, noise). Looks [3, 5, 8, 12], alpha 0.05, the plan's
-defaults otherwise (Haybittle-Peto-like spending, many-to-one correction with step-down,
-futility 10% from look 1, 5% at a look of fewer than 4 seeds). Claims are scored against the
+defaults otherwise (Haybittle-Peto-like spending, many-to-one correction with step-down
+within and across looks, union bound over the looks, futility 2% from look 1, 1% at a look
+of fewer than 4 seeds). Claims are scored against the
 true effect, boundary claims false (`better` needs effect > u, `worse` < -u, `not worse` >
 -u, `equivalent` |effect| < u).
 
@@ -28,7 +29,8 @@ true effect, boundary claims false (`better` needs effect > u, `worse` < -u, `no
     nice .venv/bin/python bench/decision_sim.py --futility-table  # the futility trade-off
     nice .venv/bin/python bench/decision_sim.py --campaigns 2000  # a quicker look
 
-`--check` exits 1 when any goal of issue 34 is missed (`GOALS`; none is relaxed inside).
+`--check` exits 1 when any goal of issues 34 and 53 is missed (`GOALS`; none is relaxed
+inside).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ GOALS = {
     "fwer": 0.05,  # every margin and heterogeneous cell, as observed
     "correct_2u": 0.75,
     "correct_4u": 1.0,
-    "seeds_ratio": 0.65,  # mean seeds per variant over EFFECTS / the max (12)
+    "seeds_ratio": 0.70,  # mean seeds per variant over EFFECTS / the max (12): issue 53
     "wrong_sign": 0,
 }
 
@@ -193,6 +195,7 @@ def design_of(args: argparse.Namespace, futility: float, from_look: int) -> Look
         interim_share=args.interim_share,
         comparisons=VARIANTS,
         correction=correction,
+        boundaries=args.boundaries,
         futility=futility,
         futility_from=from_look,
     )
@@ -229,7 +232,7 @@ def futility_table(args: argparse.Namespace) -> int:
         f"{'2u per seed':>11}"
     )
     best: tuple[float, float, int] | None = None
-    for threshold in (0.0, 0.02, 0.05, 0.1, 0.2, 0.3):
+    for threshold in (0.0, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2):
         for from_look in (1, 2, 3) if threshold else (1,):
             design = design_of(args, threshold, from_look)
             cells = power_cells(design, args.campaigns, args.seed)
@@ -259,8 +262,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--correction", default="many_to_one", choices=["many_to_one", "bonferroni"]
     )
-    parser.add_argument("--futility", type=float, default=0.1)
-    parser.add_argument("--futility-from", type=int, default=1)
+    parser.add_argument("--boundaries", default="union", choices=["union", "exact"])
+    parser.add_argument(
+        "--futility", type=float, default=LookDesign.model_fields["futility"].default
+    )
+    parser.add_argument(
+        "--futility-from", type=int, default=LookDesign.model_fields["futility_from"].default
+    )
     parser.add_argument("--futility-table", action="store_true", help="the futility trade-off")
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     args = parser.parse_args(argv)

@@ -13,8 +13,14 @@ from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from ablations.analysis.spending import family_spent, many_to_one_error
-from ablations.plan.design import INTERIM_SHARE, Correction, Spending
+from ablations.analysis.spending import (
+    exact_errors,
+    family_spent,
+    many_to_one_error,
+    sidak_share,
+    spent_by_look,
+)
+from ablations.plan.design import INTERIM_SHARE, Boundaries, Correction, Spending
 
 RHO_STEP = 0.1
 """The correlation a boundary assumes is rounded down to a multiple of this: rounding down
@@ -70,7 +76,11 @@ class LookDesign(BaseModel):
     correction: Correction = "many_to_one"
     """`many_to_one`: each look's error split jointly (Dunnett) at the correlation the shared
     control induces, with step-down; `bonferroni`: alpha / m per variant."""
-    futility: float = 0.1
+    boundaries: Boundaries = "union"
+    """How the looks' errors combine: `union` (each look's share on its own, many-to-one at
+    the correlation within it) or `exact` (group-sequential bounds over the looks for each
+    variant alone, Sidak's share across the variants)."""
+    futility: float = 0.02
     """An open variant stops when its predicted chance of any claim by the last look is
     below this (0: never); at a look with fewer than `FEW_SEEDS` seeds, below
     `FEW_SEEDS_FUTILITY` times this (`sequential`)."""
@@ -121,6 +131,7 @@ class LookDesign(BaseModel):
             self.comparisons,
             self.remaining(claimed),
             self.correction,
+            self.boundaries,
             rho_steps(rho),
         )[look]
 
@@ -138,17 +149,26 @@ def _boundaries(
     comparisons: int,
     remaining: int,
     correction: Correction,
+    boundaries: Boundaries,
     rho_steps: int,
 ) -> tuple[LookBoundary, ...]:
     rho = rho_steps * RHO_STEP
     cumulative = family_spent(spending, alpha, comparisons, looks, interim_share)
+    if boundaries == "exact" and len(looks) > 1:
+        # Exact over the looks, each variant alone; Sidak's share across the variants.
+        rho = 0.0
+        share = alpha / comparisons if correction == "bonferroni" else sidak_share(remaining, alpha)
+        own = spent_by_look(spending, share, looks, interim_share)
+        errors = exact_errors(tuple(b - a for a, b in pairwise((0.0, *own))), looks)
+    else:
+        increments = [b - a for a, b in pairwise((0.0, *cumulative))]
+        if correction == "bonferroni":
+            errors = tuple(i / comparisons for i in increments)
+        else:
+            errors = tuple(many_to_one_error(remaining, rho, i) for i in increments)
     out = []
     for k, seeds in enumerate(looks):
-        increment = cumulative[k] - (cumulative[k - 1] if k else 0.0)
-        if correction == "bonferroni":
-            error = increment / comparisons
-        else:
-            error = many_to_one_error(remaining, rho, increment)
+        error = errors[k]
         out.append(
             LookBoundary(
                 look=k,

@@ -20,6 +20,7 @@ from ablations.analysis.sequential import Judgement, LookDesign, judge_look
 from ablations.analysis.verdicts import runs_verdict
 from ablations.plan.design import (
     alpha_of,
+    boundaries_of,
     correction_of,
     futility_of,
     interim_share_of,
@@ -42,6 +43,7 @@ def look_design(plan: Plan) -> LookDesign:
         interim_share=interim_share_of(plan.seeds),
         comparisons=max(1, len(variant_names(plan.factors, plan.interactions)) - 1),
         correction=correction_of(plan.seeds),
+        boundaries=boundaries_of(plan.seeds),
         futility=futility.threshold,
         futility_from=futility.from_look,
     )
@@ -63,9 +65,11 @@ class LookRecord(BaseModel):
     alpha_spent: float
     """Family-wise alpha spent up to and including this look."""
     level: float
-    """The nominal two-sided level of each variant's interval at this look."""
+    """The nominal two-sided level of each variant's interval at this look's first step (a
+    claim at the look frees alpha for the others: each judgement has the level it had)."""
     comparisons: int | None = None
-    """Variants this look's error was split among (None in looks recorded before it)."""
+    """Variants this look's first step split its error among (None in looks recorded before
+    it)."""
     rho: float | None = None
     """Correlation between the variants' statistics the split assumed."""
     judgements: list[Judgement]

@@ -23,14 +23,16 @@ more):
   judged again at the bound for that many fewer, until a step claims nothing; a later look
   starts from the claims made so far (Holm's step-down, the shortcut of closed testing over
   the joint normal: docs/seeds-and-looks.md has the argument).
-- Across looks the shares add up (a union bound): the joint-normal refinement over-spent
-  with spreads estimated on a few seeds.
+- Across looks the shares add up (a union bound, `boundaries: union`): the exact group-
+  sequential bounds (`boundaries: exact`) over-spend with spreads estimated on a few seeds
+  (`spending` has the figures).
 - Futility is non-binding (it only ever withholds a claim, so it cannot add error): from
   `LookDesign.futility_from`, an open variant stops when its chance of any claim by the last
   look, predicted from its mean and spread so far, is below `LookDesign.futility`; it ends
   `inconclusive` with the seeds it would need. Its threshold and first look were chosen by
-  simulation: 10% and 20% from look 1 tie on power at twice the useful effect per seed
-  spent, and 10% keeps 4 points more of that power. At a look with
+  simulation with the step-down in place: 2% from look 1 gives the most power at twice the
+  useful effect per seed spent among the thresholds that decide 75% of such variants
+  (`plan.design.Futility`). At a look with
   fewer than `FEW_SEEDS` seeds the threshold is halved (`FEW_SEEDS_FUTILITY`): a spread on
   2 degrees of freedom can make a variant 4x the useful effect from the margin look like
   one on it (about 1 in a million such variants was stopped at 3 seeds with 10%; 0 in 8

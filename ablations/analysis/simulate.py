@@ -9,6 +9,7 @@ they report is what the campaign's looks would do.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +29,9 @@ POWER = 0.8
 """The power a suggested `max` reaches."""
 MOST_SEEDS = 400
 """`max_for_power` looks no further: beyond, the question needs another design."""
+STEADY = 1.25
+"""`max_for_power` confirms its answer where a look is added up to this many times it: the
+default looks add one there at most once (`plan.design.LAST_GROWTH`)."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +85,11 @@ def equal_noise_differences(
     rng: np.random.Generator, campaigns: int, variants: int, seeds: int, effect: float, sd: float
 ) -> np.ndarray:
     """Paired differences of campaigns whose control and variants are equally noisy (arm SD
-    sd / sqrt(2), so each difference has SD `sd`) and every variant's true effect `effect`."""
-    arms = rng.standard_normal((campaigns, variants + 1, seeds)) * (sd / np.sqrt(2.0))
+    sd / sqrt(2), so each difference has SD `sd`) and every variant's true effect `effect`.
+    Drawn seed by seed, so the same generator gives the same first seeds whatever `seeds`
+    is: designs with different maxima are compared on common data."""
+    arms = np.moveaxis(rng.standard_normal((seeds, campaigns, variants + 1)), 0, -1)
+    arms = arms * (sd / np.sqrt(2.0))
     return effect + arms[:, 1:] - arms[:, :1]
 
 
@@ -123,11 +130,27 @@ def max_for_power(
     effect_multiple: float = EFFECT_MULTIPLE,
 ) -> int | None:
     """The smallest `max` (seeds per variant) whose design reaches `power` at
-    `effect_multiple` x the useful effect (None: not within `MOST_SEEDS`). `looks_for(max)`
-    gives the looks a design with that maximum would have."""
+    `effect_multiple` x the useful effect, and so does every larger `max` up to
+    `STEADY` x it (None: not within `MOST_SEEDS`). `looks_for(max)` gives the looks a design
+    with that maximum would have. Power need not grow with `max` where a look is added (it
+    splits the last look's alpha), so a `max` found by the search is confirmed at each such
+    `max` above it: a miss there restarts the search past the miss."""
 
     def reaches(most: int) -> bool:
         trial = design.model_copy(update={"looks": looks_for(most)})
         return power_at(trial, sd, useful_effect, effect_multiple=effect_multiple) >= power
 
-    return fewest_seeds(reaches, 2, max(design.max_seeds, 2), MOST_SEEDS)
+    low = 2
+    start = max(design.max_seeds, 2)
+    while True:
+        found = fewest_seeds(reaches, low, max(start, low), MOST_SEEDS)
+        if found is None:
+            return None
+        top = min(MOST_SEEDS, math.ceil(found * STEADY))
+        # Between looks added, power grows with `max` (the same seeds, one more each): a
+        # dip can come only where `looks_for` adds a look.
+        added = [n for n in range(found + 1, top + 1) if len(looks_for(n)) > len(looks_for(n - 1))]
+        miss = next((n for n in added if not reaches(n)), None)
+        if miss is None:
+            return found
+        low = start = miss + 1

@@ -23,8 +23,10 @@ from ablations.analysis.simulate import (
 )
 from ablations.analysis.spending import (
     any_crossing,
+    exact_errors,
     family_spent,
     many_to_one_error,
+    sidak_share,
     spent,
     spent_by_look,
 )
@@ -163,6 +165,11 @@ def test_bonferroni_splits_each_looks_share_evenly() -> None:
     assert [1 - b.level for b in bounds] == pytest.approx(list(increments))
     # nothing frees alpha, nothing assumes a correlation
     assert all(b.comparisons == 4 and b.rho == 0.0 for b in bounds)
+    exact = design.model_copy(update={"boundaries": "exact"})
+    errors = [1 - exact.boundary(k, claimed=2).level for k in range(4)]
+    assert errors == pytest.approx(list(exact_errors(tuple(increments), LOOKS)))
+    # the exact bounds spend each increment in full: no look is stricter than the union's
+    assert all(e >= i * (1 - 1e-9) for e, i in zip(errors, increments, strict=True))
 
 
 def test_many_to_one_gains_from_correlation_and_from_claims() -> None:
@@ -175,6 +182,58 @@ def test_many_to_one_gains_from_correlation_and_from_claims() -> None:
     assert design.boundary(3, rho=0.57).rho == pytest.approx(0.5)  # rounded down
     increment = 0.05 - family_spent(design.spending, 0.05, 4, LOOKS)[2]
     assert 1 - freed.level == pytest.approx(many_to_one_error(2, 0.5, increment))
+
+
+def test_exact_bounds_free_alpha_by_claims_and_assume_no_correlation() -> None:
+    """Exact over the looks for each variant alone, Sidak's share across the variants: no
+    correlation assumed, a claim frees alpha, and the last look is wider than the union's
+    even at the correlation 0.5."""
+    design = LookDesign(looks=LOOKS, comparisons=4, boundaries="exact")
+    plain = design.boundary(3, rho=0.5)
+    freed = design.boundary(3, claimed=2, rho=0.5)
+    assert plain.level > freed.level and plain.rho == 0.0 and freed.comparisons == 2
+    own = tuple(np.diff((0.0, *spent_by_look(design.spending, sidak_share(2, 0.05), LOOKS))))
+    assert 1 - freed.level == pytest.approx(exact_errors(own, LOOKS)[3])
+    union = LookDesign(looks=LOOKS, comparisons=4).boundary(3, rho=0.5)
+    assert plain.level < union.level
+
+
+@pytest.mark.parametrize(
+    ("looks", "published"),
+    [
+        (3, (3.7103, 2.5114, 1.9930)),
+        (4, (4.3326, 2.9631, 2.3590, 2.0141)),
+        (5, (4.8769, 3.3569, 2.6803, 2.2898, 2.0310)),
+    ],
+)
+def test_obrien_fleming_bounds_are_gsdesigns_lan_demets_values(
+    looks: int, published: tuple[float, ...]
+) -> None:
+    """gsDesign's sfLDOF bounds for equal looks at one-sided alpha 0.025 (the standard
+    tables): one variant, two-sided alpha 0.05, each side's bound."""
+    design = LookDesign(
+        looks=tuple(4 * k for k in range(1, looks + 1)),
+        comparisons=1,
+        spending="obrien_fleming",
+        boundaries="exact",
+    )
+    bounds = [stats.norm.isf((1 - design.boundary(k).level) / 2) for k in range(looks)]
+    assert bounds == pytest.approx(published, abs=2e-4)
+
+
+def test_the_exact_bounds_spend_what_they_are_given() -> None:
+    """A simulated standard normal path over the looks crosses the exact bounds first at
+    each look as often as its increment says (200 000 paths, Pocock-like spending)."""
+    increments = tuple(np.diff((0.0, *spent_by_look("pocock", 0.05, LOOKS))))
+    bounds = stats.norm.isf(np.asarray(exact_errors(increments, LOOKS)) / 2)
+    rng = np.random.default_rng(7)
+    steps = np.diff((0, *LOOKS))
+    paths = np.cumsum(rng.standard_normal((200_000, 4)) * np.sqrt(steps), axis=1)
+    z = np.abs(paths) / np.sqrt(LOOKS)
+    crossed = z > bounds
+    first = np.where(crossed.any(axis=1), crossed.argmax(axis=1), -1)
+    observed = [np.mean(first == k) for k in range(4)]
+    assert observed == pytest.approx(increments, abs=0.0012)  # about 3 SE at 1.5%
 
 
 @pytest.mark.parametrize("df", [2, 4.5, 11, 25.3])
@@ -288,12 +347,26 @@ def test_claims_before_a_look_widen_its_share() -> None:
     assert freed.ci_low is not None and alone.ci_low is not None and freed.ci_low > alone.ci_low
 
 
+def _between(design: LookDesign, look: int, n: int, claimed: int) -> list[float]:
+    """`n` differences whose interval at `look` clears the margin u at the bound after
+    `claimed` + 1 claims but not at the bound after `claimed`: their mean sits halfway."""
+    wobble = np.resize([-1.0, 1.0, -0.5, 0.5, 0.0, 0.25, -0.25, 0.75], n)
+    wobble = (wobble - wobble.mean()) / wobble.std(ddof=1) * U  # SD exactly u
+    halves = [
+        critical_value(n - 1, design.boundary(look, claimed=c).level) * U / math.sqrt(n)
+        for c in (claimed, claimed + 1)
+    ]
+    assert halves[0] > halves[1]
+    return list(U + sum(halves) / 2 + wobble)
+
+
 def test_a_claim_at_a_look_frees_its_share_for_the_others_at_the_same_look() -> None:
     """Step-down within a look: `clear` claims at the bound for all four; `near` misses that
     bound and is judged again at the bound for three, where it claims, exactly as it would
-    at a later look after one claim. Bonferroni never steps down."""
-    design = LookDesign(looks=LOOKS, comparisons=4)
-    near = [U * (x - 0.65) for x in (1.9, 2.4, 2.2, 1.7, 2.6, 2.1, 2.0, 2.3)]
+    at a later look after one claim. Bonferroni never steps down. (Exact bounds: they
+    assume no correlation, so the one estimated from these variants leaves them as they are.)"""
+    design = LookDesign(looks=LOOKS, comparisons=4, boundaries="exact")
+    near = _between(design, 2, 8, claimed=0)
     clear = [U * x for x in (5.0, 5.2, 4.9, 5.1, 5.0, 4.8, 5.1, 5.0)]
     noisy = [U * x for x in (0.0, 2.0, -1.0, 3.0, 1.0, -2.0, 2.5, 0.5)]
     alone = judge_look(design, 2, metric(), {"near": near})["near"]
@@ -304,8 +377,7 @@ def test_a_claim_at_a_look_frees_its_share_for_the_others_at_the_same_look() -> 
     assert judged["clear"].verdict == "better" and judged["clear"].comparisons == 4
     assert judged["near"].verdict == "better" and judged["near"].comparisons == 3
     assert judged["a"].verdict == "inconclusive" and judged["a"].comparisons == 2  # 3rd step
-    rho = judged["near"].rho or 0.0
-    assert judged["near"].level == pytest.approx(design.boundary(2, claimed=1, rho=rho).level)
+    assert judged["near"].level == pytest.approx(design.boundary(2, claimed=1).level)
     bonferroni = design.model_copy(update={"correction": "bonferroni"})
     plain = judge_look(bonferroni, 2, metric(), diffs)
     assert plain["near"].verdict == "inconclusive" and plain["near"].comparisons == 4
@@ -315,12 +387,12 @@ def test_the_step_down_reaches_variants_judged_on_fewer_seeds() -> None:
     """A variant that lost a seed is judged in its own group; a claim in the other group
     loosens its bound too."""
     design = LookDesign(looks=LOOKS, comparisons=3)
-    near = [U * (x - 0.55) for x in (1.9, 2.4, 2.2, 1.7, 2.6, 2.1, 2.0, 2.3)]
-    alone = judge_look(design, 2, metric(), {"near": near[:7]})["near"]
-    freed = judge_look(design, 2, metric(), {"near": near[:7]}, claimed=1)["near"]
+    near = _between(design, 2, 7, claimed=0)
+    alone = judge_look(design, 2, metric(), {"near": near})["near"]
+    freed = judge_look(design, 2, metric(), {"near": near}, claimed=1)["near"]
     assert alone.verdict == "inconclusive" and freed.verdict == "better"
     clear = [U * x for x in (5.0, 5.2, 4.9, 5.1, 5.0, 4.8, 5.1, 5.0)]
-    judged = judge_look(design, 2, metric(), {"clear": clear, "near": near[:7]})
+    judged = judge_look(design, 2, metric(), {"clear": clear, "near": near})
     assert judged["near"].verdict == "better" and judged["near"].comparisons == 2
 
 
@@ -361,6 +433,25 @@ def test_the_suggested_max_is_the_first_that_reaches_80_percent() -> None:
         trial = design.model_copy(update={"looks": looks_for(k)})
         assert (power_at(trial, U, U) >= 0.8) is reaches
     assert max_for_power(design, 100 * U, U, looks_for) is None  # beyond any budget
+
+
+def test_power_does_not_fall_where_a_look_is_added_and_the_max_holds_above() -> None:
+    """Issue 53: with the old default looks O'Brien-Fleming's power fell from 73% at max 14
+    to 66% at 15 (its looks 3/4/6/9/14/15). With the new ones a look added below `max` costs
+    at most a few points, and the suggested max reaches 80% on every max up to 1.25x it."""
+    design = LookDesign(looks=LOOKS, comparisons=5, spending="obrien_fleming")
+
+    def looks_for(most: int) -> tuple[int, ...]:
+        return growing_looks(3, most)
+
+    def power(most: int) -> float:
+        return power_at(design.model_copy(update={"looks": looks_for(most)}), U, U)
+
+    table = {most: power(most) for most in range(12, 19)}
+    assert all(table[m + 1] >= table[m] - 0.03 for m in range(12, 18)), table
+    most = max_for_power(design, U, U, looks_for)
+    assert most is not None and power(most - 1) < 0.8
+    assert all(power(m) >= 0.8 for m in range(most, math.ceil(1.25 * most) + 1))
 
 
 def _false_claim_rate(

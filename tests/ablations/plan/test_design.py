@@ -3,6 +3,7 @@ each in the batch of its look, and refuses looks that do not run from `start` to
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -42,8 +43,17 @@ def test_a_sequential_design_registers_each_seed_in_its_looks_batch(
 
 
 def test_default_looks_grow_by_about_half_and_end_at_max() -> None:
-    assert SequentialSeeds(start=3, max=12).look_sizes == (3, 4, 6, 9, 12)
+    assert SequentialSeeds(start=3, max=12).look_sizes == (3, 5, 8, 12)
     assert SequentialSeeds(start=2, max=2).look_sizes == (2,)
+    # issue 53: max 15 had 3/4/6/9/14/15, a near-duplicate last look
+    assert SequentialSeeds(start=3, max=15).look_sizes == (3, 5, 8, 12, 15)
+    assert SequentialSeeds(start=3, max=14).look_sizes == (3, 5, 8, 14)
+    for most in range(4, 200):
+        looks = SequentialSeeds(start=3, max=most).look_sizes
+        assert looks[0] == 3 and looks[-1] == most
+        if len(looks) > 1:
+            assert looks[-1] >= 1.25 * looks[-2] or len(looks) == 2  # no near-duplicate
+            assert all(b > a for a, b in itertools.pairwise(looks))
     design = SequentialSeeds(start=3, max=12, looks=[3, 6, 12])
     assert [look_of_seed(design, i) for i in (0, 2, 3, 5, 6, 11)] == [0, 0, 1, 1, 2, 2]
 
@@ -105,3 +115,19 @@ def test_the_interim_share_is_registered_with_the_plan(demo_data: dict[str, Any]
     assert look_design(default).boundary(1).alpha_spent == pytest.approx(few + 0.05 * 0.12)
     assert spending_words(chosen.seeds) == "haybittle-peto (9% per interim look)"
     assert spending_words([0, 1, 2]) == "obrien-fleming"  # one look: nothing to spend over
+
+
+def test_the_boundaries_are_registered_with_the_plan(demo_data: dict[str, Any]) -> None:
+    """`boundaries: exact` reaches the looks' statistics and is another campaign; a list of
+    seeds has one look, where the two agree."""
+    from ablations.analysis.looks import look_design
+
+    demo_data["seeds"] = {"start": 3, "max": 12, "spending": "obrien_fleming"}
+    union = parse_plan(demo_data)
+    demo_data["seeds"]["boundaries"] = "exact"
+    exact = parse_plan(demo_data)
+    assert plan_hash(exact) != plan_hash(union)
+    assert look_design(union).boundaries == "union" and look_design(exact).boundaries == "exact"
+    assert look_design(exact).last_boundary().level < look_design(union).last_boundary().level
+    demo_data["seeds"]["boundaries"] = "joint"
+    assert any("seeds.boundaries" in p for p in problems_of(demo_data))
