@@ -221,9 +221,11 @@ def spending_words(seeds: SeedsField) -> str:
     """How alpha is spent over the looks, as `validate` and the report say it."""
     spending = spending_of(seeds)
     words = spending.replace("_", "-")
-    if spending != "haybittle_peto":
-        return words
-    return f"{words} ({interim_share_of(seeds):.0%} per interim look)"
+    if spending == "haybittle_peto":
+        words = f"{words} ({interim_share_of(seeds):.0%} per interim look)"
+    if boundaries_of(seeds) == "exact":
+        words = f"{words}, exact group-sequential bounds"
+    return words
 
 
 def correction_of(seeds: SeedsField) -> Correction:

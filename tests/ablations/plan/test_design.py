@@ -129,5 +129,6 @@ def test_the_boundaries_are_registered_with_the_plan(demo_data: dict[str, Any]) 
     assert plan_hash(exact) != plan_hash(union)
     assert look_design(union).boundaries == "union" and look_design(exact).boundaries == "exact"
     assert look_design(exact).last_boundary().level < look_design(union).last_boundary().level
+    assert spending_words(exact.seeds) == "obrien-fleming, exact group-sequential bounds"
     demo_data["seeds"]["boundaries"] = "joint"
     assert any("seeds.boundaries" in p for p in problems_of(demo_data))
