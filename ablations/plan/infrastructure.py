@@ -115,6 +115,10 @@ class CheckpointSection(Section):
             raise ValueError(f"must be a URL starting with one of {', '.join(STORE_SCHEMES)}://")
         if not rest.strip("/"):
             raise ValueError("needs a path, bucket or name after the scheme")
+        if scheme != "file" and ("?" in rest or "#" in rest):
+            # a query may hold credentials (a presigned URL's), and the URL is copied into
+            # plan.yaml, the manifest and RELOAD.md
+            raise ValueError("must not hold a query (?...) or fragment (#...)")
         relative = scheme == "file" and not rest.startswith("/")
         if relative and os.path.normpath(rest).split("/")[0] == "..":
             # a relative store lives inside the campaign's folder: `..` must not lead out

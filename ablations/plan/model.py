@@ -30,6 +30,7 @@ from ablations.plan.offers import BudgetSection
 from ablations.plan.rules import GateSection, PilotSection, StopRules
 from ablations.plan.section import PLACEHOLDER, DecisionRule, ParamValue, Section, same_value
 from ablations.plan.workload import WorkloadSection
+from ablations.security.credentials import credential_problems
 
 _PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -296,6 +297,9 @@ def parse_plan(data: Any, source: str | None = None, *, size: int | None = None)
             f"plan's keys ({', '.join(PLAN_KEYS)}): not a plan"
         )
         raise PlanError([Problem("", message, show_value=False)], source)
+    leaked = credential_problems(data)  # alone: a type error beside them would quote a value
+    if leaked:
+        raise PlanError(leaked, source)
     try:
         return Plan.model_validate(data)
     except ValidationError as exc:

@@ -15,7 +15,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ablations.errors import Problem
 
 SECRET_NAME = re.compile(
     r"SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|ACCESS_KEY|PRIVATE_KEY|SIGNING_KEY|AUTH",
@@ -37,14 +40,27 @@ _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>`]+")
 _BARE_USERINFO = re.compile(r"(?<![\w/])[A-Za-z][\w.+%~-]*:[^\s@/'\"<>`]+@(?=[\w.-])")
 """`KEY:SECRET@host` without a scheme (a bucket written `KEY:SECRET@bucket/prefix`)."""
 _AWS_KEY_ID_TEXT = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
-_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=-]{8,}")
-"""`Authorization: Bearer <token>` (and Basic): the scheme kept, the credential masked."""
+HF_TOKEN = re.compile(rb"\bhf_[A-Za-z0-9]{30,}\b")
+"""The shape of a Hugging Face access token (`hf_` and 34 letters or digits)."""
+_TOKEN_TEXT = re.compile(r"\b(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{36,})\b")
+"""Tokens recognizable by their prefix alone: Hugging Face's `hf_...`, GitHub's `ghp_...`."""
+_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/=-]{8,})")
+"""`Authorization: Bearer <token>` (and Basic): the scheme kept, the credential masked (a
+word that only follows the scheme, "basic authentication", is not a credential)."""
 _SECRET_FIELD = re.compile(
     r"(?i)\b([\w-]*(?:secret|token|password|passwd|credential|signature|api_?key|access_?key|"
-    r"signing_?key|auth_?string)[\w-]*)(\s*[=:]\s*|\s*\"\s*:\s*)(['\"]?)([^\s'\"&,;)}\]]{4,})"
+    r"signing_?key|auth_?string)[\w-]*)(['\"]?)(\s*[=:]\s*)(['\"]?)([^\s'\"&,;)}\]]{4,})"
 )
 """`name=value` or `name: value` where the name says secret (X-Amz-Security-Token=...,
-aws_secret_access_key: ..., "password": "..."): the name kept, the value masked."""
+aws_secret_access_key: ..., "password": "...", 'secret_access_key': '...'): the name kept, the
+value masked."""
+_EXCEPTION_NAME = re.compile(r"(?i)(error|exception|warning)$")
+"""`NoCredentialsError: Unable to locate credentials` names an exception, not a field."""
+_SECRET_LOOKING = re.compile(r"[0-9_./+=~-]|.[A-Z]")
+"""A value with a digit, a symbol or a capital past its first letter looks generated; a plain
+word ("unknown", "Unable", "expired") reads as prose and stays."""
+LONG_SECRET = 20
+"""A value this long is masked even when it reads as one word: no field holds such prose."""
 
 
 def redact_url(url: str) -> str:
@@ -80,6 +96,8 @@ def find_credentials(data: bytes, secrets: Mapping[str, bytes]) -> list[str]:
         found.append("a URL with user:password@")
     if AWS_KEY_ID.search(data):
         found.append("an AWS access key id")
+    if HF_TOKEN.search(data):
+        found.append("a Hugging Face token")
     return found
 
 
@@ -99,13 +117,30 @@ def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     text = _URL.sub(lambda m: _redacted_url(m.group(0)), text)
     text = _BARE_USERINFO.sub(f"{MASK}@", text)
     text = _AWS_KEY_ID_TEXT.sub(MASK, text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _TOKEN_TEXT.sub(MASK, text)
+    text = _BEARER.sub(_masked_bearer, text)
     return _SECRET_FIELD.sub(_masked_field, text)
 
 
+def looks_secret(value: str) -> bool:
+    """Whether an unquoted value after a secret-named field reads as a credential, not a word."""
+    return len(value) >= LONG_SECRET or _SECRET_LOOKING.search(value) is not None
+
+
+def _masked_bearer(match: re.Match[str]) -> str:
+    scheme, space, value = match.groups()
+    return f"{scheme}{space}{MASK}" if looks_secret(value) else match.group(0)
+
+
 def _masked_field(match: re.Match[str]) -> str:
-    name, separator, quote, value = match.groups()
-    return match.group(0) if value == MASK else f"{name}{separator}{quote}{MASK}"
+    name, closing, separator, quote, value = match.groups()
+    if value == MASK or _EXCEPTION_NAME.search(name):
+        return match.group(0)
+    # `token=x`, `"password": "x"`: a field's value whatever it reads as; `name: word`: prose
+    structured = "=" in separator or bool(closing or quote)
+    if not structured and not looks_secret(value):
+        return match.group(0)
+    return f"{name}{closing}{separator}{quote}{MASK}"
 
 
 def _redacted_url(url: str) -> str:
@@ -119,3 +154,64 @@ def _redacted_url(url: str) -> str:
         authority, question, _ = authority.partition("?")
     path = path.partition("#")[0]
     return f"{scheme}://{authority}{slash}{path}" + (f"?{MASK}" if question else "")
+
+
+CREDENTIAL_FIELDS = frozenset(
+    {
+        "password", "passwd", "secret", "secret_key", "secret_access_key",
+        "aws_secret_access_key", "access_key_id", "aws_access_key_id", "session_token",
+        "aws_session_token", "security_token", "token", "access_token", "auth_token",
+        "api_key", "apikey", "hf_token", "private_key", "client_secret", "account_key",
+        "sas_token", "credentials",
+    }
+)  # fmt: skip
+"""Mapping keys that name a credential (compared lowercased, `-` read as `_`)."""
+_PRESIGNED = re.compile(
+    r"(?i)[?&;](x-amz-signature|x-amz-security-token|x-amz-credential|x-goog-signature|"
+    r"x-goog-credential|sig)="
+)
+"""A presigned (S3, GCS) or shared-access (Azure `sig=`) URL's query: the URL is the key."""
+_ENVIRONMENT_ONLY = (
+    "the plan is copied into the output folder: give credentials through the environment "
+    "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, a profile or an instance role)"
+)
+
+
+def credential_problems(data: Any) -> list[Problem]:
+    """Where a plan's parsed YAML holds a credential: a field named like one, a presigned
+    URL's signature or token, an AWS key id or a Hugging Face token. Each problem names the
+    field and never the value. Shared (aliased) parts are looked at once."""
+    problems: list[Problem] = []
+    seen: set[int] = set()
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict | list):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+        if isinstance(value, dict):
+            for key, item in value.items():
+                child = f"{path}.{key}" if path else str(key)
+                if str(key).lower().replace("-", "_") in CREDENTIAL_FIELDS:
+                    problems.append(
+                        Problem(child, f"a credential field: {_ENVIRONMENT_ONLY}", show_value=False)
+                    )
+                else:
+                    stack.append((child, item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+        elif isinstance(value, str) and (what := _credential_in(value)):
+            problems.append(Problem(path, f"holds {what}: {_ENVIRONMENT_ONLY}", show_value=False))
+    return sorted(problems, key=lambda p: p.path)
+
+
+def _credential_in(text: str) -> str | None:
+    """What credential `text` holds, named without quoting it, or None."""
+    if (presigned := _PRESIGNED.search(text)) is not None:
+        return f"a presigned URL's credentials ({presigned.group(1)})"
+    if _AWS_KEY_ID_TEXT.search(text):
+        return "an AWS access key id"
+    if _TOKEN_TEXT.search(text):
+        return "an access token"
+    return None

@@ -57,6 +57,67 @@ def test_redact_masks_credential_shapes_and_keeps_the_rest(text: str, shown: str
     assert redact(shown, {}) == shown  # idempotent: applied twice on the way out is harmless
 
 
+CLOUD_ERRORS = (
+    # AWS (botocore, s3fs)
+    "botocore.exceptions.NoCredentialsError: Unable to locate credentials",
+    "botocore.exceptions.PartialCredentialsError: Partial credentials found in env, missing: "
+    "aws_secret_access_key",
+    "An error occurred (InvalidAccessKeyId) when calling the PutObject operation: The AWS Access "
+    "Key Id you provided does not exist in our records.",
+    "An error occurred (SignatureDoesNotMatch) when calling the GetObject operation: The request "
+    "signature we calculated does not match the signature you provided. Check your key and "
+    "signing method.",
+    "An error occurred (ExpiredToken) when calling the ListObjectsV2 operation: The provided "
+    "token has expired.",
+    "An error occurred (InvalidClientTokenId) when calling the GetCallerIdentity operation: The "
+    "security token included in the request is invalid.",
+    "An error occurred (AccessDenied) when calling the PutObject operation: Access Denied",
+    "botocore.exceptions.CredentialRetrievalError: Error when retrieving credentials from "
+    "container-role: Error retrieving metadata: Received error when attempting to retrieve "
+    "container metadata",
+    "PermissionError: Forbidden: token: expired",
+    # Google Cloud Storage (gcsfs, google-auth)
+    "google.auth.exceptions.DefaultCredentialsError: Your default credentials were not found. "
+    "To set up Application Default Credentials, see "
+    "https://cloud.google.com/docs/authentication/external/set-up-adc for more information.",
+    "google.auth.exceptions.RefreshError: ('invalid_grant: Invalid JWT Signature.', "
+    "{'error': 'invalid_grant', 'error_description': 'Invalid JWT Signature.'})",
+    "403 Forbidden: Permission 'storage.objects.get' denied on resource (or it may not exist).",
+    "google.auth.exceptions.TransportError: Failed to retrieve http://metadata.google.internal/"
+    "computeMetadata/v1/instance/service-accounts/default/token from the Google Compute Engine "
+    "metadata service.",
+    # Azure (adlfs, azure-identity)
+    "azure.identity.CredentialUnavailableError: EnvironmentCredential authentication "
+    "unavailable. Environment variables are not fully configured.",
+    "azure.core.exceptions.ClientAuthenticationError: Server failed to authenticate the request. "
+    "Make sure the value of Authorization header is formed correctly including the signature. "
+    "ErrorCode:AuthenticationFailed",
+    "AuthorizationPermissionMismatch: This request is not authorized to perform this operation "
+    "using this permission.",
+    "Basic authentication failed: the account key: unknown key",
+    "ValueError: unknown key 'secret' in the credentials: expected account_name",
+)
+
+
+@pytest.mark.parametrize("message", CLOUD_ERRORS)
+def test_redact_keeps_the_words_of_common_cloud_errors(message: str) -> None:
+    assert redact(message, {}) == message
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("login hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567", f"login {MASK}"),
+        ("Authorization: Bearer eyJhbGciOi.eyJzdWIiOiIx.c2lnbmF0", f"Authorization: Bearer {MASK}"),
+        ("GET /v1?token=abcdef&x=1", f"GET /v1?token={MASK}&x=1"),
+        ("password: hunter22", f"password: {MASK}"),
+        (f"{{'secret_access_key': '{SECRET}'}}", f"{{'secret_access_key': '{MASK}'}}"),
+    ],
+)
+def test_redact_masks_tokens_by_shape_and_by_field(text: str, shown: str) -> None:
+    assert redact(text, {}) == shown
+
+
 def test_redact_masks_the_value_of_every_secret_named_variable() -> None:
     env = {"AWS_SECRET_ACCESS_KEY": ENV_SECRET, "AWS_REGION": "eu-west-1", "HOME": "/root"}
     assert redact(f"got {ENV_SECRET} in eu-west-1", env) == f"got {MASK} in eu-west-1"
@@ -89,6 +150,23 @@ def _endpoint_with_userinfo(data: dict[str, Any]) -> None:
     data["checkpoint"]["endpoint_url"] = f"https://{KEY_ID}:{SECRET}@s3.example.com"
 
 
+def _presigned_store(data: dict[str, Any]) -> None:
+    data["checkpoint"]["store"] = (
+        f"s3://bucket/ablate?X-Amz-Credential={KEY_ID}%2F20250101&X-Amz-Signature={SECRET}"
+    )
+
+
+def _presigned_param(data: dict[str, Any]) -> None:
+    data["workload"]["params"]["data_url"] = (
+        f"https://b.s3.amazonaws.com/d.npz?X-Amz-Security-Token={TOKEN}&X-Amz-Date=1"
+    )
+
+
+def _endpoint_mapping(data: dict[str, Any]) -> None:
+    data["checkpoint"]["store"] = "s3://bucket/ablate"
+    data["checkpoint"]["endpoint_url"] = {"url": "http://127.0.0.1:9", "secret_access_key": SECRET}
+
+
 def _secret_as_a_level(data: dict[str, Any]) -> None:
     data["factors"]["width"]["levels"] = [{"value": {"token": ENV_SECRET}}]  # not a scalar
 
@@ -98,6 +176,15 @@ PLANS: dict[str, tuple[Callable[[Path], Path], str]] = {
     "store userinfo": (lambda d: _plan(d, _store_with_userinfo), "checkpoint.store"),
     "endpoint userinfo": (lambda d: _plan(d, _endpoint_with_userinfo), "checkpoint.endpoint_url"),
     "env value": (lambda d: _plan(d, _secret_as_a_level), "factors.width"),
+    "presigned store": (lambda d: _plan(d, _presigned_store), "checkpoint.store: holds a presign"),
+    "presigned param": (
+        lambda d: _plan(d, _presigned_param),
+        "workload.params.data_url: holds a presigned URL's credentials (X-Amz-Security-Token)",
+    ),
+    "endpoint mapping": (
+        lambda d: _plan(d, _endpoint_mapping),
+        "checkpoint.endpoint_url.secret_access_key: a credential field",
+    ),
     "private note": (
         lambda d: _write(d / "note.txt", f"Dear diary, the password is {NOTE_SECRET}.\n"),
         "not a YAML mapping (text, 50 bytes): not a plan",
