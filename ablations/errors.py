@@ -41,6 +41,8 @@ signal raised and caught inside that module (not an error; it carries a `run.rec
 
 from __future__ import annotations
 
+import math
+import reprlib
 from dataclasses import dataclass
 
 
@@ -64,11 +66,40 @@ content pasted back (into a terminal, or a failed flow run's message in the UI).
 
 
 def short_repr(value: object) -> str:
-    """`repr(value)`, cut to `SHOWN_VALUE_CHARS` with the length it had."""
-    text = repr(value)
-    if len(text) <= SHOWN_VALUE_CHARS:
-        return text
-    return f"{text[: SHOWN_VALUE_CHARS - 3]}... ({len(text)} characters)"
+    """`repr(value)` cut to `SHOWN_VALUE_CHARS`, with the size the value had. Only that much
+    is built: a value read from a plan may be a megabyte string, a list of 10^5 aliased
+    strings or a number of 10^4 digits, whose whole `repr` would cost gigabytes (or raise)."""
+    text = _SHORT.repr(value)
+    cut = len(text) > SHOWN_VALUE_CHARS
+    if cut:
+        text = f"{text[: SHOWN_VALUE_CHARS - 3]}..."
+    if isinstance(value, str | bytes) and len(value) > _SHORT.maxstring:
+        return f"{text} ({len(value)} characters)"
+    if isinstance(value, list | tuple | dict | set | frozenset) and (
+        cut or len(value) > _SHORT.maxlist
+    ):
+        return f"{text} ({len(value)} items)"
+    return text
+
+
+class _ShortRepr(reprlib.Repr):
+    """`reprlib`'s bounded repr, with a whole number too long to print named by its size."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > _LONGEST_INT_BITS:
+            return f"<a number of about {int(x.bit_length() * math.log10(2)) + 1} digits>"
+        return super().repr_int(x, level)
+
+
+_LONGEST_INT_BITS = 256
+"""Past this a number's digits say nothing to a reader (and past 4300 digits `repr` raises)."""
+_SHORT = _ShortRepr()
+_SHORT.maxstring = SHOWN_VALUE_CHARS
+_SHORT.maxother = SHOWN_VALUE_CHARS
+_SHORT.maxlong = SHOWN_VALUE_CHARS
+_SHORT.maxlevel = 3
+for _kind in ("maxlist", "maxtuple", "maxset", "maxfrozenset", "maxdict", "maxdeque", "maxarray"):
+    setattr(_SHORT, _kind, 8)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ablations.plan.section import (
+    Amount,
     Category,
     DecisionRule,
     ParamValue,
@@ -56,7 +57,7 @@ class ControlSection(Section):
     params: dict[str, ParamValue] = {}
     """Parameters of the control, on top of `workload.params`. Each factor's control value
     is taken from here (or from `workload.params`)."""
-    cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    cost: Amount | None = None
     """The control's cost in the unit the levels' `cost` uses (see `Level.cost`)."""
 
     _finite = field_validator("params")(finite_params)
@@ -69,7 +70,7 @@ class Level(Section):
     """The parameter value this level sets."""
     category: Category | None = None
     """Category of this level's variant; defaults to the factor's category."""
-    cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    cost: Amount | None = None
     """What this level's variant costs, in any unit shared by the plan (parameters, USD per
     run, seconds per step). Used by the non-inferiority rule to name the cheapest variant
     not usefully worse; when a candidate or the control lacks one, the median measured

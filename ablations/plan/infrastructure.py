@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -14,6 +14,18 @@ _DEVICE = re.compile(r"cpu(:[0-9]+)?|cuda:[0-9]+")
 """Patterns are matched with `fullmatch`: `$` would accept a trailing newline."""
 
 STORE_SCHEMES = ("file", "memory", "s3")
+
+MAX_KEEP_LAST = 1000
+"""Committed checkpoints kept per run: more is a full disk, not a policy."""
+MAX_SLOTS = 1024
+"""CPU slots, or runs on one device: each is a process with its own memory."""
+MAX_PROBE_BATCH = 1 << 16
+"""A probe's batch size: the probe builds a batch of it on the card."""
+MAX_PROBE_STEPS = 1000
+KeepLast = Annotated[int, Field(gt=0, le=MAX_KEEP_LAST)]
+Slots = Annotated[int, Field(gt=0, le=MAX_SLOTS)]
+ProbeBatch = Annotated[int, Field(gt=0, le=MAX_PROBE_BATCH)]
+ProbeSteps = Annotated[int, Field(gt=0, le=MAX_PROBE_STEPS)]
 
 _NO_CREDENTIALS = (
     "must not embed credentials (user:secret@); the plan is copied into the output folder. "
@@ -64,7 +76,7 @@ class CheckpointSection(Section):
     """Expected time between interruptions M (preemption, crash) used by `auto`."""
     max_loss_minutes: PositiveFloat = 10.0
     """Most training time you accept to lose to an interruption; caps the `auto` interval."""
-    keep_last: PositiveInt = 2
+    keep_last: KeepLast = 2
     """Committed checkpoints kept per run; the only committed one is never deleted."""
     on_terminate: bool = True
     """On SIGTERM (a spot or rented machine reclaimed, a scheduler stopping the job) each
@@ -131,20 +143,28 @@ class CheckpointSection(Section):
 class ResourcesSection(Section):
     """The devices runs are placed on."""
 
-    devices: Literal["auto"] | PositiveInt | list[str] = "auto"
+    devices: Literal["auto"] | Slots | list[str] = "auto"
     """`auto` (every CUDA device, else one CPU slot per physical core), a number of CPU slots,
     or a list such as `[cuda:0, cuda:1]`."""
-    slots_per_device: PositiveInt | Literal["auto"] = 1
+    slots_per_device: Slots | Literal["auto"] = 1
     """Runs sharing one device at once (1: never two runs on a card). `auto`: as many as the
     probe's peak memory plus `probe.margin` fits on each card (see `ablate probe`), at most
     `max_slots_per_device`; 1 without a probe result or on CPU (CPU slots follow the cores)."""
-    max_slots_per_device: PositiveInt = 4
+    max_slots_per_device: Slots = 4
     """The most runs `slots_per_device: auto` ever places on one device."""
     # exclude: a safety cap, not the experiment: it stays out of the plan hash (and run ids)
     max_runs: PositiveInt | None = Field(default=None, exclude=True)
     """Lowers the most runs (variants x seeds) the plan may declare below the cap of the
     process that runs it (`--max-runs`, `ABLATE_MAX_RUNS`, default 10 000): a plan may only
     lower it, never raise it. A few kilobytes of YAML can declare millions of runs."""
+
+    @field_validator("devices", "slots_per_device", mode="before")
+    @classmethod
+    def _slots_bounded(cls, value: Any) -> Any:
+        # said once here: pydantic would word it once per member of the union
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > MAX_SLOTS:
+            raise ValueError(f"at most {MAX_SLOTS} slots")
+        return value
 
     @field_validator("devices", mode="before")
     @classmethod
@@ -167,10 +187,10 @@ class ResourcesSection(Section):
 class ProbeSection(Section):
     """`ablate probe`: the few steps per variant, input group and batch size that size a card."""
 
-    batch_sizes: list[PositiveInt] = Field(default=[1, 2, 4], min_length=1)
+    batch_sizes: list[ProbeBatch] = Field(default=[1, 2, 4], min_length=1, max_length=64)
     """Batch sizes tried per input group, smallest first, stopping at the first error (the
     runs' own `batch_size` param is always tried too)."""
-    steps: PositiveInt = 6
+    steps: ProbeSteps = 6
     """Training steps per point; the first warms up, the rest are timed."""
     margin: float = Field(default=0.2, ge=0.0, lt=1.0)
     """Memory kept free on a card: the peak x (1 + margin) must fit its memory class."""

@@ -15,6 +15,7 @@ import yaml
 from ablations.errors import PlanError, Problem
 from ablations.plan.model import Plan, parse_plan
 from ablations.plan.runs import require_caps
+from ablations.plan.section import outside_limits
 
 MAX_PLAN_BYTES = 1 << 20
 """A plan is a page of YAML; a megabyte is already absurd and keeps parsing instant."""
@@ -22,6 +23,14 @@ MAX_EXPANDED_NODES = 1_000_000
 """Nodes after alias expansion. A 'billion laughs' document is tiny on disk but expands
 exponentially when validated, so it is refused before anything walks it. Above what a
 megabyte of plain YAML can hold (10^5 seeds are 10^5 nodes), so only aliases reach it."""
+MAX_EXPANDED_CHARS = 4 * MAX_PLAN_BYTES
+"""Characters of all scalars after alias expansion: a 100 KB string aliased 10^5 times is 10
+GB once anything copies, prints or hashes it; a plain plan holds at most a megabyte."""
+MAX_SCALAR_CHARS = 1 << 14
+"""One scalar: a name, a number, a sentence or a paragraph; 16 KB is pages of prose."""
+MAX_INT_DIGITS = 19
+"""A whole number in a plan fits 64 bits (a seed, a count of steps); Python would build one of
+any length, and past 4 300 digits refuse to print it."""
 
 
 def read_plan_text(path: Path) -> str:
@@ -131,23 +140,28 @@ def parse_yaml(text: str, source: str | None = None) -> Any:
         if root is None:
             return None
         problems: list[Problem] = []
-        sizes: dict[int, int] = {}
-        if _expanded_size(None, root, sizes, problems, "") > MAX_EXPANDED_NODES:
+        sizes: dict[int, tuple[int, int]] = {}
+        nodes, chars = _expanded_size(None, root, sizes, problems, "")
+        if nodes > MAX_EXPANDED_NODES or chars > MAX_EXPANDED_CHARS:
+            what = (
+                f"more than {MAX_EXPANDED_NODES} nodes"
+                if nodes > MAX_EXPANDED_NODES
+                else f"more than {MAX_EXPANDED_CHARS} characters"
+            )
             raise PlanError(
                 [
                     Problem(
                         "",
-                        f"YAML aliases expand to more than {MAX_EXPANDED_NODES} nodes; "
-                        "write the plan out plainly",
+                        f"YAML aliases expand to {what}; write the plan out plainly",
                         show_value=False,
                     )
                 ],
                 source,
             )
         if len(sizes) != loader.implicit_nodes:  # some tag was explicit: find where
-            problems = []
-            _expanded_size(loader, root, {}, problems, "")
-            problems = problems or [  # a tag that restates the implicit one (`!!str x`)
+            tagged: list[Problem] = []
+            _expanded_size(loader, root, {}, tagged, "")
+            problems += tagged or [  # a tag that restates the implicit one (`!!str x`)
                 Problem(
                     "",
                     "explicit YAML tags (`!!str`...) are not allowed in a plan",
@@ -189,42 +203,69 @@ def plan_from_text(text: str, source: str | None = None) -> Plan:
 def _expanded_size(
     loader: _PlanLoader | None,
     node: yaml.Node,
-    sizes: dict[int, int],
+    sizes: dict[int, tuple[int, int]],
     problems: list[Problem],
     path: str,
-) -> int:
-    """Node count with aliases expanded, memoized per node so the walk itself stays linear;
-    with a loader, explicit tags are problems too."""
+) -> tuple[int, int]:
+    """(nodes, scalar characters) with aliases expanded, memoized per node so the walk itself
+    stays linear. Without a loader, a key twice, a scalar too long and a number of too many
+    digits are problems; with one, only explicit tags are (the second walk, when there are)."""
     key = id(node)
     if key in sizes:
         return sizes[key]
-    sizes[key] = 1  # a recursive alias counts once instead of looping forever
+    sizes[key] = (1, 0)  # a recursive alias counts once instead of looping forever
     tag = None if loader is None else _explicit_tag(loader, node)
     if tag is not None:
         problems.append(
             Problem(path, f"explicit YAML tag {tag!r} is not allowed in a plan", show_value=False)
         )
-        return 1
-    total = 1
-    if isinstance(node, yaml.MappingNode):
+        return 1, 0
+    nodes, chars = 1, 0
+    if isinstance(node, yaml.ScalarNode):
+        chars = len(node.value)
+        if loader is None:
+            problems += _scalar_problems(node, path)
+    elif isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
             name = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
-            child = f"{path}.{name}" if path else name
-            if isinstance(key_node, yaml.ScalarNode) and name in seen:
+            child = f"{path}.{_cut(name)}" if path else _cut(name)
+            if loader is None and isinstance(key_node, yaml.ScalarNode) and name in seen:
                 problems.append(Problem(child, "duplicate key", show_value=False))
             seen.add(name)
-            total += _expanded_size(loader, key_node, sizes, problems, child)
-            total += _expanded_size(loader, value_node, sizes, problems, child)
-            if total > MAX_EXPANDED_NODES:
+            for part in (key_node, value_node):
+                more, text = _expanded_size(loader, part, sizes, problems, child)
+                nodes, chars = nodes + more, chars + text
+            if nodes > MAX_EXPANDED_NODES or chars > MAX_EXPANDED_CHARS:
                 break
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            total += _expanded_size(loader, item, sizes, problems, f"{path}[{i}]")
-            if total > MAX_EXPANDED_NODES:
+            more, text = _expanded_size(loader, item, sizes, problems, f"{path}[{i}]")
+            nodes, chars = nodes + more, chars + text
+            if nodes > MAX_EXPANDED_NODES or chars > MAX_EXPANDED_CHARS:
                 break
-    sizes[key] = total
-    return total
+    sizes[key] = nodes, chars
+    return nodes, chars
+
+
+def _scalar_problems(node: yaml.ScalarNode, path: str) -> list[Problem]:
+    """A scalar over `MAX_SCALAR_CHARS`, or a whole number over `MAX_INT_DIGITS` digits,
+    named by its size (never quoted), before anything is built from it."""
+    value: str = node.value
+    if len(value) > MAX_SCALAR_CHARS:
+        message = f"a value of {len(value)} characters: at most {MAX_SCALAR_CHARS}"
+        return [Problem(path, message, show_value=False)]
+    if node.tag == _INT:
+        digits = sum(ch.isalnum() for ch in value.removeprefix("0x").removeprefix("0o"))
+        if digits > MAX_INT_DIGITS:
+            message = f"a whole number of {digits} digits: at most {MAX_INT_DIGITS}"
+            return [Problem(path, message, show_value=False)]
+    return []
+
+
+def _cut(name: str) -> str:
+    """A key as a path shows it: a long key is named by its start."""
+    return name if len(name) <= 40 else f"{name[:37]}..."
 
 
 WorkloadCheck = Literal["import", "find", "skip"]
@@ -271,6 +312,35 @@ def workload_problems(
     return [p for field, entry in named if (p := check(entry, field)) is not None]
 
 
+def param_limit_problems(plan: Plan) -> list[Problem]:
+    """The control's and each level's params outside the bounds the workload class declares
+    (`PARAM_LIMITS`, `plan.section.ParamLimits`); none when it declares none. Imports the
+    workload's module: for the commands that import it anyway (validate, plan)."""
+    module_name, _, attr = plan.workload.entry.partition(":")
+    try:
+        limits = getattr(getattr(importlib.import_module(module_name), attr), "PARAM_LIMITS", {})
+    except Exception:  # reported by workload_problems
+        return []
+    named = [
+        *(
+            (f"workload.params.{k}", k, v)
+            for k, v in plan.workload.params.items()
+            if k not in plan.control.params
+        ),
+        *((f"control.params.{k}", k, v) for k, v in plan.control.params.items()),
+        *(
+            (f"factors.{name}.levels[{i}].value", name, level.value)
+            for name, factor in plan.factors.items()
+            for i, level in enumerate(factor.levels)
+        ),
+    ]
+    return [
+        Problem(path, why, show_value=False)
+        for path, name, value in named
+        if (why := outside_limits(name, value, limits)) is not None
+    ]
+
+
 def load_plan(path: str | Path, *, workload: WorkloadCheck = "import") -> Plan:
     """Read and validate the plan, then check every module its workload names: `import`
     them (validate, plan), only `find` them (a command whose slot workers import them anyway:
@@ -282,6 +352,8 @@ def load_plan(path: str | Path, *, workload: WorkloadCheck = "import") -> Plan:
     if workload != "skip":  # a plan to run (not a registered one read back)
         problems = plan.pilot_problems()
         problems += workload_problems(plan.workload.named_imports, import_them=workload == "import")
+        if workload == "import" and not problems:
+            problems = param_limit_problems(plan)
         if problems:
             raise PlanError(problems, source)
     return plan

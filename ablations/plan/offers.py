@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
-from ablations.plan.section import PositiveInt, Section
+from ablations.plan.section import Amount, Section
+
+MAX_DAYS = 3650
+"""A rental window of ten years: past it, a typo."""
+MAX_LOTS = 10_000
+MAX_CARDS_PER_LOT = 64
+Days = Annotated[int, Field(gt=0, le=MAX_DAYS)]
+Lots = Annotated[int, Field(gt=0, le=MAX_LOTS)]
+CardsPerLot = Annotated[int, Field(gt=0, le=MAX_CARDS_PER_LOT)]
 
 
 class Cost(Section):
@@ -12,7 +22,7 @@ class Cost(Section):
 
     name: str = Field(min_length=1)
     """What it is (storage, data transfer...)."""
-    usd: float = Field(ge=0, allow_inf_nan=False)
+    usd: Amount
     """Amount in USD."""
 
 
@@ -21,11 +31,11 @@ class Offer(Section):
 
     gpu: str = Field(min_length=1)
     """Card name, e.g. `RTX 4090`."""
-    days: PositiveInt
+    days: Days
     """Length of the rental window in days."""
-    price_usd: float = Field(ge=0, allow_inf_nan=False)
+    price_usd: Amount
     """Price of one lot for the window, in USD."""
-    cards_per_lot: PositiveInt = 1
+    cards_per_lot: CardsPerLot = 1
     """Cards in one lot (a B200 lot holds two)."""
 
 
@@ -34,26 +44,26 @@ class PackageSection(Section):
 
     gpu: str = "RTX 4090"
     """Card name; must match a catalog offer unless `price_usd` is given."""
-    lots: PositiveInt = 1
+    lots: Lots = 1
     """Lots rented; each holds the offer's cards."""
-    days: PositiveInt = 3
+    days: Days = 3
     """Rental window in days."""
-    price_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    price_usd: Amount | None = None
     """Price of one lot; default: the catalog price for this card and window."""
 
 
 class RunEstimate(Section):
     """Per-run time estimates used for planning until the pilot has measured them."""
 
-    load_seconds: float = Field(default=5.0, ge=0, allow_inf_nan=False)
+    load_seconds: Amount = 5.0
     """Building the workload and loading data."""
-    step_seconds: float = Field(default=0.01, ge=0, allow_inf_nan=False)
+    step_seconds: Amount = 0.01
     """One training step."""
-    eval_seconds: float = Field(default=0.1, ge=0, allow_inf_nan=False)
+    eval_seconds: Amount = 0.1
     """One evaluation on the held-out set."""
-    checkpoint_seconds: float = Field(default=0.5, ge=0, allow_inf_nan=False)
+    checkpoint_seconds: Amount = 0.5
     """One checkpoint (stall plus commit)."""
-    export_seconds: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    export_seconds: Amount = 1.0
     """Writing the run's metrics and predictions."""
 
 
@@ -64,7 +74,7 @@ class BudgetSection(Section):
     """The rented package."""
     other_costs: list[Cost] = []
     """Other costs the user pays (storage, transfer); only what is given is counted."""
-    prep_hours: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    prep_hours: Amount = 0.0
     """Human preparation time inside the window that does not occupy the GPU."""
     estimate: RunEstimate = RunEstimate()
     """Time estimates used before the pilot has measured real ones."""

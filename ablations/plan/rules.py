@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ablations.plan.section import PositiveFloat, PositiveInt, Section
+from ablations.plan.section import MAX_COUNT, PositiveFloat, PositiveInt, Section
 
 
 class NonFiniteLossRule(Section):
@@ -25,7 +25,7 @@ class QualityRule(Section):
 
     enabled: bool = True
     """Whether the rule is active."""
-    warmup_steps: int = Field(default=100, ge=0)
+    warmup_steps: int = Field(default=100, ge=0, le=MAX_COUNT)
     """Evaluations before this step never stop a run (early training is always poor)."""
 
 

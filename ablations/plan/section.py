@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,9 +33,19 @@ here, beside the plan, because `next_decisions` keys are verdicts; analysis re-e
 DecisionRule = Literal["superiority", "non_inferiority", "equivalence"]
 """The question the effects answer: usefully better, not usefully worse, or interchangeable."""
 
-PositiveInt = Annotated[int, Field(gt=0)]
+MAX_COUNT = 10**9
+"""The largest count any field takes (steps, seeds, inputs, an interval): far above a
+campaign's, and a bound the plan meets before anything is built from it. Fields that size
+something in memory (slots, batch sizes, checkpoints kept) have tighter bounds of their own."""
+MAX_AMOUNT = 1e12
+"""The largest duration, price or rate a field takes: past it a number is a typo."""
 
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+PositiveInt = Annotated[int, Field(gt=0, le=MAX_COUNT)]
+
+PositiveFloat = Annotated[float, Field(gt=0, le=MAX_AMOUNT, allow_inf_nan=False)]
+
+Amount = Annotated[float, Field(ge=0, le=MAX_AMOUNT, allow_inf_nan=False)]
+"""A price, cost or duration that may be zero."""
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """`{name}` in a command argument: replaced by the run's parameter `name`."""
@@ -46,6 +57,22 @@ class Section(BaseModel):
     model_config = ConfigDict(
         extra="forbid", frozen=True, use_attribute_docstrings=True, validate_default=True
     )
+
+
+ParamLimits = Mapping[str, tuple[float, float]]
+"""A workload's bounds on its numeric params, `name -> (lowest, highest)`: the sizes that
+build something in memory (a layer's width, a batch), so a plan asking for `width: 100000000`
+is refused at `ablate validate` and by the workload itself before anything is allocated."""
+
+
+def outside_limits(name: str, value: ParamValue, limits: ParamLimits) -> str | None:
+    """Why `value` of param `name` is outside the workload's `limits`, or None."""
+    if name not in limits or isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    low, high = limits[name]
+    if low <= value <= high:
+        return None
+    return f"{name} must be in {low:g}..{high:g} (got {value:g})"
 
 
 def same_value(a: ParamValue, b: ParamValue) -> bool:

@@ -32,7 +32,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from ablations.plan.section import ParamValue
+from ablations.plan.section import ParamLimits, ParamValue, outside_limits
 from ablations.run.workload import DataProblem, Evaluation, InputGroup, InputReport
 from ablations.workloads.corpus import CORPUS_BYTES, load_corpus
 from ablations.workloads.epoch_order import EpochOrder
@@ -55,6 +55,19 @@ DEFAULTS: dict[str, ParamValue] = {
     "max_file_bytes": 0,  # > 0 truncates longer files to this many bytes
     "eval_bytes": 16384,  # held-out bytes evaluated (from the start of the held-out stream)
 }
+
+PARAM_LIMITS: ParamLimits = {
+    "n_layer": (1, 64),
+    "n_embd": (1, 1 << 13),
+    "n_head": (1, 256),
+    "block_size": (1, 1 << 16),
+    "seq_len": (0, 1 << 16),
+    "batch_size": (1, 1 << 16),
+    "corpus_bytes": (1, 1 << 30),
+    "max_file_bytes": (0, 1 << 30),
+    "eval_bytes": (1, 1 << 30),
+}
+"""The params that size something in memory, bounded before the model is built."""
 
 
 class Block(nn.Module):
@@ -130,6 +143,8 @@ def bf16_supported(device: torch.device) -> bool:
 class CharLMWorkload:
     """Decoder-only transformer on the built-in corpus's bytes. Params: see `DEFAULTS`."""
 
+    PARAM_LIMITS = PARAM_LIMITS
+
     def __init__(
         self, params: Mapping[str, ParamValue], seed: int, device: torch.device, steps: int
     ) -> None:
@@ -137,6 +152,9 @@ class CharLMWorkload:
         if unknown:
             raise ValueError(f"unknown charlm params {unknown}; known: {sorted(DEFAULTS)}")
         p: dict[str, Any] = {**DEFAULTS, **params}
+        outside = [why for k, v in p.items() if (why := outside_limits(k, v, PARAM_LIMITS))]
+        if outside:
+            raise ValueError(outside[0])
         if p["precision"] not in ("fp32", "bf16"):
             raise ValueError(f"precision must be 'fp32' or 'bf16', got {p['precision']!r}")
         self.device = device

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ablations.plan.section import ParamValue
+from ablations.plan.section import ParamLimits, ParamValue, outside_limits
 from ablations.run.workload import Evaluation, InputGroup, InputReport, Predictions, Split, Splits
 from ablations.workloads.epoch_order import EpochOrder
 
@@ -37,6 +37,14 @@ DEFAULTS: dict[str, ParamValue] = {
     "keep_pixels": PIXELS,  # < 64 truncates every input to its first k pixels (rest zeroed)
     "weight_decay": 0.0,
 }
+
+PARAM_LIMITS: ParamLimits = {
+    "width": (1, 1 << 14),  # 16 384 units: 1 GB of weights at depth 8, far past useful here
+    "depth": (1, 64),
+    "batch_size": (1, 1 << 16),
+    "keep_pixels": (1, PIXELS),
+}
+"""The params that size something in memory, bounded before the model is built."""
 
 
 @cache
@@ -85,6 +93,8 @@ def _mlp(width: int, depth: int, dropout: float) -> nn.Sequential:
 class DigitsWorkload:
     """MLP classifier on digits. Params: see `DEFAULTS`."""
 
+    PARAM_LIMITS = PARAM_LIMITS
+
     def __init__(
         self, params: Mapping[str, ParamValue], seed: int, device: torch.device, steps: int
     ):
@@ -92,6 +102,9 @@ class DigitsWorkload:
         if unknown:
             raise ValueError(f"unknown digits params {unknown}; known: {sorted(DEFAULTS)}")
         p: dict[str, Any] = {**DEFAULTS, **params}
+        outside = [why for k, v in p.items() if (why := outside_limits(k, v, PARAM_LIMITS))]
+        if outside:
+            raise ValueError(outside[0])
         self.device = device
         self.keep_pixels = int(p["keep_pixels"])
         if not 0 < self.keep_pixels <= PIXELS:
