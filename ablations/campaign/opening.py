@@ -30,7 +30,7 @@ from typing import Literal
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.code import WorkloadCode, workload_code
 from ablations.campaign.folder import CampaignFolder, Registration
-from ablations.campaign.state import remove_leftover_temporaries
+from ablations.campaign.state import refuse_planted_links, remove_leftover_temporaries
 from ablations.errors import (
     AblationError,
     CampaignConflictError,
@@ -113,6 +113,7 @@ def open_campaign(admission: Admission) -> Campaign:
     # Again, under the lock: another run may have registered the folder since the admission.
     on_disk = folder.registration()
     known = _checked(on_disk, plan, out_dir, code, admission.plan_hash)
+    refuse_planted_links(out_dir, plan.checkpoint.store, plan.campaign.id)
     try:
         if known is None:
             out_dir.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ablations.campaign.folder import CampaignFolder
 from ablations.checkpoint.store import CHECK_PREFIX
-from ablations.files.names import WRITTEN_FOLDERS
+from ablations.errors import OutsideFolder
+from ablations.files.names import LEDGER, LOGS, RUN_FOLDERS, WRITTEN_FOLDERS
 from ablations.plan.infrastructure import folder_store_path
 from ablations.run.records import RunRecord
 
@@ -45,6 +46,25 @@ def remove_leftover_temporaries(out_dir: Path, store: str | None = None) -> list
     return removed
 
 
+def refuse_planted_links(out_dir: Path, store: str, campaign_id: str) -> None:
+    """`OutsideFolder` naming the first symbolic link where the campaign writes: a folder of
+    its files (`records/`, `metrics/`, `logs/`...), the ledger (SQLite follows a link, a
+    dangling one included, and creates its target), and the folder's own `file://` store and
+    its campaign prefix (`checkpoints/<campaign>`). The folder itself may be a link (the user
+    names it); a link inside it was planted, and would take the campaign's writes elsewhere."""
+    inside = folder_store_path(store, str(out_dir))
+    store_root = Path(inside).relative_to(out_dir) if inside is not None else None
+    names = [*RUN_FOLDERS, LEDGER, LOGS]
+    if store_root is not None:
+        names += [part.as_posix() for part in (store_root, store_root / campaign_id)]
+    for name in names:
+        if (out_dir / name).is_symlink():
+            raise OutsideFolder(
+                f"{name} in the output folder {out_dir} is a symbolic link: refused (a campaign "
+                "writes only inside its folder; remove the link)"
+            )
+
+
 def _temporary(name: str) -> bool:
     return name.startswith(".") and name.endswith((".tmp", ".part"))
 
@@ -63,10 +83,27 @@ def folder_uri(uri: str, out_dir: Path) -> str:
     return f"file://{inside.as_posix()}"
 
 
+def folder_text(text: str, out_dir: Path) -> str:
+    """A message with every absolute path into the output folder written relative to it (a
+    store's error naming `file:///abs/DIR/checkpoints/...`): a moved folder still verifies."""
+    for root in dict.fromkeys((str(out_dir.resolve()), str(out_dir.absolute()))):
+        text = text.replace(f"file://{root}/", "file://").replace(f"{root}/", "")
+    return text
+
+
 def save_record(out_dir: Path, record: RunRecord) -> None:
-    """Write a run's completion record (after its artifacts, so it marks them complete)."""
-    uri = record.checkpoint.uri
-    if uri is not None and folder_uri(uri, out_dir) != uri:
-        checkpoint = record.checkpoint.model_copy(update={"uri": folder_uri(uri, out_dir)})
-        record = record.model_copy(update={"checkpoint": checkpoint})
-    CampaignFolder(out_dir).write_record(record)
+    """Write a run's completion record (after its artifacts, so it marks them complete), its
+    checkpoint's URI and its messages naming the folder's files relative to it."""
+    summary = record.checkpoint
+    checkpoint = summary.model_copy(
+        update={
+            "uri": None if summary.uri is None else folder_uri(summary.uri, out_dir),
+            "last_error": summary.last_error and folder_text(summary.last_error, out_dir),
+            "note": summary.note and folder_text(summary.note, out_dir),
+        }
+    )
+    update: dict[str, object] = {"checkpoint": checkpoint}
+    if record.error is not None:
+        message = folder_text(record.error.message, out_dir)
+        update["error"] = record.error.model_copy(update={"message": message})
+    CampaignFolder(out_dir).write_record(record.model_copy(update=update))

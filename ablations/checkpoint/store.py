@@ -21,7 +21,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ablations.errors import ObjectTooLarge, StoreError, UntrustedObject
-from ablations.files.atomic import atomic_write_bytes
+from ablations.files.atomic import LINK_REFUSED, atomic_write_below
 from ablations.plan.infrastructure import CheckpointSection
 
 S3_TIMEOUTS = {"connect_timeout": 5, "read_timeout": 60}
@@ -83,9 +83,15 @@ class FsspecStore:
         path = self._path(key)
         try:
             if isinstance(self.fs, LocalFileSystem):  # often inside the output folder
-                atomic_write_bytes(Path(path), data)
+                # no link below the root followed: a `<campaign>` link planted in the folder
+                # would have the checkpoints written wherever it points
+                atomic_write_below(Path(self.root), key.strip("/"), data)
             else:
                 self.fs.pipe_file(path, data)
+        except OSError as exc:
+            if exc.strerror == LINK_REFUSED:
+                raise UntrustedObject(f"{self.uri(key)}: {LINK_REFUSED} ({exc.filename})") from None
+            raise StoreError(f"cannot write {self.uri(key)}: {type(exc).__name__}: {exc}") from exc
         except Exception as exc:
             raise StoreError(f"cannot write {self.uri(key)}: {type(exc).__name__}: {exc}") from exc
 

@@ -52,7 +52,7 @@ from optuna.distributions import (
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from ablations.errors import LedgerError
-from ablations.files.atomic import FILE_MODE, fsync_folder
+from ablations.files.atomic import FILE_MODE, fsync_folder, refuse_link
 from ablations.files.names import LEDGER
 from ablations.plan.runs import variants
 from ablations.plan.section import ParamValue
@@ -100,6 +100,7 @@ def create_database_file(path: Path) -> None:
     SQLite reads a file of no bytes as an empty database, and writes it in transactions of its
     own (journaled and synced), so the ledger needs no temporary and rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_link(path)  # SQLite would follow it, a dangling one included, and create its target
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE))
     except FileExistsError:

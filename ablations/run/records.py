@@ -26,7 +26,7 @@ from ablations.plan.rules import StopRules
 from ablations.plan.section import Category, ParamValue
 from ablations.plan.variants import Phase
 from ablations.plan.workload import WorkloadSection
-from ablations.security.credentials import redact
+from ablations.security.credentials import redact, without_escapes
 
 RunStatus = Literal["accepted", "rejected", "stopped", "failed", "trimmed"]
 """accepted; rejected (completed, its final metric missed the threshold: see `rejection`);
@@ -111,7 +111,7 @@ class RunError(Record):
     def _nothing_secret(cls, message: str) -> str:
         # an exception's text (a store's, the user's code's) reaches the record, the manifest,
         # the report, the task's state message and the UI's tables: redacted once, here
-        return redact(message)
+        return redact(without_escapes(message))
 
     @model_validator(mode="before")
     @classmethod
@@ -174,7 +174,8 @@ class CheckpointSummary(Record):
     @field_validator("last_error", "note")
     @classmethod
     def _nothing_secret(cls, text: str | None) -> str | None:
-        return None if text is None else redact(text)  # a store's error text (see RunError)
+        # a store's error text (see RunError)
+        return None if text is None else redact(without_escapes(text))
 
 
 class RunSpec(Record):

@@ -122,6 +122,20 @@ def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     return _SECRET_FIELD.sub(_masked_field, text)
 
 
+_ESCAPES = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)"  # CSI, OSC, ESC x
+    r"|[\x00-\x08\x0b-\x1f\x7f\x9b]"
+)
+"""Terminal escapes (colours, cursor moves, a title set by `ESC ]`) and control characters
+but newline and tab: a record's text is shown in terminals and the UI, and read by tools."""
+
+
+def without_escapes(text: str) -> str:
+    """`text` without terminal escape sequences or control characters (newlines and tabs
+    kept): a library's coloured error, a program's progress bar, quoted into a record."""
+    return _ESCAPES.sub("", text)
+
+
 def looks_secret(value: str) -> bool:
     """Whether an unquoted value after a secret-named field reads as a credential, not a word."""
     return len(value) >= LONG_SECRET or _SECRET_LOOKING.search(value) is not None

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ablations.files.atomic import FILE_MODE
+from ablations.files.atomic import open_below
 from ablations.security.credentials import redact
 
 LINE_LIMIT = 1 << 16
@@ -39,14 +39,13 @@ _POLL_MS = 50
 
 
 @contextlib.contextmanager
-def output_to(path: Path) -> Iterator[None]:
-    """File descriptors 1 and 2 appended, redacted, to `path` while the block runs (left as
-    they are when the file cannot be opened: a log is never worth failing a run for)."""
+def output_to(root: Path, name: str) -> Iterator[None]:
+    """File descriptors 1 and 2 appended, redacted, to `root/name` while the block runs (left
+    as they are when the file cannot be opened: a log is never worth failing a run for). No
+    link below `root` is followed (`files.atomic.open_below`): a planted one is not written
+    through."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # O_NOFOLLOW: a link planted at the log's name is refused, not written through
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        log = os.open(path, flags, FILE_MODE)
+        log = open_below(root, name, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     except OSError:
         yield
         return

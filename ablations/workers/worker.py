@@ -130,7 +130,7 @@ def _serve(
         else:  # the job's frameworks talk into its log, not over the progress lines
             from ablations.workers.output import output_to
 
-            with output_to(Path(log_dir, name)):
+            with output_to(Path(log_dir), name):
                 reply = _do(message)
         with contextlib.suppress(OSError):  # a parent gone while its run saved: nobody to tell
             conn.send(reply)

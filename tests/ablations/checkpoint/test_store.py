@@ -137,3 +137,27 @@ def test_a_local_store_writes_whole_objects_in_the_folders_mode(
     monkeypatch.undo()
     assert store.get("c/r/step-00000010/model.pt") == b"weights"
     assert store.keys("c") == ["c/r/step-00000010/model.pt"]  # no state.pt, no temporary
+
+
+@pytest.mark.parametrize("planted", ["c", "c/r", "c/r/step-00000010/model.pt"])
+def test_a_local_store_never_writes_through_a_link_below_its_root(
+    tmp_path: Path, planted: str
+) -> None:
+    """A link planted below a local store's root (`checkpoints/<campaign>` pointing at another
+    folder) is refused at the write, no window between a check and the open: nothing lands
+    where it points. A link at the object's own name is replaced, never written through."""
+    from ablations.errors import UntrustedObject
+
+    store = open_store(CheckpointSection(store=f"file://{tmp_path}/store"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = tmp_path / "store" / planted
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside / "target")
+    if planted.endswith(".pt"):
+        store.put("c/r/step-00000010/model.pt", b"weights")
+        assert not link.is_symlink() and link.read_bytes() == b"weights"
+    else:
+        with pytest.raises(UntrustedObject, match=f"symbolic link .*{planted}"):
+            store.put("c/r/step-00000010/model.pt", b"weights")
+    assert not list(outside.iterdir())

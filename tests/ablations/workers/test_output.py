@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ablations.security.credentials import MASK
 from ablations.workers.output import LINE_LIMIT, output_to
 
@@ -32,10 +34,12 @@ WORDS = "NoCredentialsError: Unable to locate credentials; unknown key; epoch 3 
 JOB = f"""
 import logging, os, subprocess, sys
 from pathlib import Path
+
+import pytest
 from ablations.workers.output import output_to
 
 logging.basicConfig()  # the root logger on stderr, as a framework's would be
-with output_to(Path(sys.argv[1])):
+with output_to(Path(sys.argv[1]), "logs/r.log"):
     print({LINES[0]!r}, {LINES[1]!r}, sep="\\n", flush=True)
     logging.getLogger("lib").warning({LINES[2]!r})
     os.write(2, {LINES[3]!r}.encode() + b"\\n")  # C code writing to the descriptor
@@ -49,7 +53,11 @@ def test_every_way_a_job_prints_is_redacted_before_the_log(tmp_path: Path) -> No
     log = tmp_path / "logs" / "r.log"
     env = {**os.environ, "WANDB_API_KEY": ENV_SECRET}
     shown = subprocess.run(
-        [sys.executable, "-c", JOB, str(log)], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", JOB, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert not shown.stdout and not shown.stderr  # the terminal saw none of it
     text = log.read_text()
@@ -61,17 +69,18 @@ def test_every_way_a_job_prints_is_redacted_before_the_log(tmp_path: Path) -> No
 
 def test_a_line_without_end_is_written_in_pieces_while_the_job_runs(tmp_path: Path) -> None:
     log = tmp_path / "r.log"
-    with output_to(log):
+    with output_to(tmp_path, "r.log"):
         os.write(1, b"x" * (LINE_LIMIT + 10))
         os.write(1, b"\rstep 5/10")  # a progress bar redraws its line with \r
         os.write(1, f" {KEY_ID}".encode())
     assert log.read_bytes().decode() == "x" * (LINE_LIMIT + 10) + f"\rstep 5/10 {MASK}"
 
 
-def test_a_link_planted_at_the_logs_name_is_not_written_through(tmp_path: Path) -> None:
-    outside = tmp_path / "outside.txt"
-    (tmp_path / "logs").mkdir()
-    (tmp_path / "logs" / "r.log").symlink_to(outside)
-    with output_to(tmp_path / "logs" / "r.log"):
-        print("not here", flush=True)
+@pytest.mark.parametrize("planted", ["logs", "logs/r.log"])
+def test_a_link_planted_in_the_folder_is_not_written_through(tmp_path: Path, planted: str) -> None:
+    outside = tmp_path / "outside"
+    (tmp_path / "out" / planted).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "out" / planted).symlink_to(outside)  # dangling: the write would create it
+    with output_to(tmp_path / "out", "logs/r.log"):
+        os.write(1, b"not here\n")
     assert not outside.exists()
