@@ -21,7 +21,7 @@ from ablations.campaign.folder import REFRAME_DRAFT, REPORT
 from ablations.campaign.lock import hold_folder
 from ablations.campaign.manifest import Manifest
 from ablations.campaign.opening import Admission, admit
-from ablations.cli.arguments import module_name, positive_seconds, store_url
+from ablations.cli.arguments import module_name, positive_seconds, store_url, webhook_url
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import CampaignInterrupted, InputError, PlanError
 from ablations.local.executor import LocalSlots, local_slots_for, warmup_for
@@ -109,6 +109,7 @@ def add_parsers(sub: Any) -> None:
     where.add_argument(
         "--webhook",
         metavar="URL",
+        type=webhook_url,
         help="POST {subject, body} as JSON to URL (saved as the custom-webhook/ablate-webhook "
         "block)",
     )
@@ -122,7 +123,7 @@ def add_parsers(sub: Any) -> None:
 @command("run")
 def run_command(args: argparse.Namespace) -> int:
     from flows.environment import quiet_prefect
-    from flows.local_server import start_unless_configured
+    from flows.local_server import require_configured_api, start_unless_configured
 
     quiet_prefect()
     local = args.pool is None
@@ -144,6 +145,7 @@ def run_command(args: argparse.Namespace) -> int:
     opened: list[LocalSlots] = []
     if local and plan.checkpoint.on_terminate:
         _save_on_sigterm(plan, out_dir, opened)
+    require_configured_api("run")  # a dead PREFECT_API_URL: one line, exit 1, nothing started
     # One writer per folder, before anything is written to it (or a server started for it).
     with hold_folder(out_dir):
         # Now, so it comes up while everything below runs (with --pool the runs' hosts need a
@@ -338,6 +340,9 @@ def notify_command(args: argparse.Namespace) -> int:
             "ablate notify needs the Prefect server your campaigns run on: set PREFECT_API_URL, "
             "e.g. export PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
+    from flows.local_server import require_configured_api
+
+    require_configured_api("notify")
     block = webhook_block(args.webhook) if args.webhook else block_id(args.block)
     for name in create_notifications(block, args.flow):
         print(f"automation {name!r}: created")

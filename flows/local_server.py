@@ -164,6 +164,34 @@ class TemporaryServer:
         self._log.close()
 
 
+API_CHECK_SECONDS = 5.0
+"""How long a configured server has to answer before a command says it does not."""
+
+
+def require_configured_api(command: str) -> None:
+    """When PREFECT_API_URL names a server, `InfrastructureError` in one line unless it
+    answers (any HTTP reply will do: a server that answers 401 is there): without this,
+    Prefect's first call raises a bare `RuntimeError: Failed to reach API` deep in a flow."""
+    url = os.environ.get("PREFECT_API_URL", "").rstrip("/")
+    if not url:
+        return
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=API_CHECK_SECONDS):
+            return
+    except urllib.error.HTTPError:
+        return
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise InfrastructureError(
+            f"the Prefect server at PREFECT_API_URL={url} does not answer ({reason}): start it "
+            f"(`prefect server start`), or unset PREFECT_API_URL for `ablate {command}` to use a "
+            "temporary one"
+            if command == "run"
+            else f"the Prefect server at PREFECT_API_URL={url} does not answer ({reason}): "
+            "start it (`prefect server start`) and rerun"
+        ) from None
+
+
 def start_unless_configured() -> TemporaryServer | None:
     """Start a temporary server now, unless PREFECT_API_URL names one (call this first)."""
     return None if os.environ.get("PREFECT_API_URL") else TemporaryServer()

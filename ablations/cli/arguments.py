@@ -52,20 +52,22 @@ def _number(text: str) -> float:
 
 def non_negative_int(text: str) -> int:
     """An argparse type: a whole number >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _whole(text, 0)
 
 
 def positive_int(text: str) -> int:
     """An argparse type: a whole number >= 1."""
-    value = non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1, got 0")
+    return _whole(text, 1)
+
+
+def _whole(text: str, least: int) -> int:
+    """A whole number >= `least`; every wrong value worded alike (`-1`, `0`, `x`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < least:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= {least}, got {text[:40]!r}")
     return value
 
 
@@ -114,6 +116,15 @@ def store_url(text: str) -> str:
         raise argparse.ArgumentTypeError(
             "a store URL to allow holds no credentials, query, fragment or comma"
         )
+    return text
+
+
+def webhook_url(text: str) -> str:
+    """An argparse type: an http(s) URL with a host, where a notification is POSTed."""
+    scheme, sep, rest = text.partition("://")
+    host = rest.split("/")[0].rpartition("@")[2]
+    if not sep or scheme not in ("http", "https") or not host or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"not an http(s) URL (https://HOST/PATH): {text[:80]!r}")
     return text
 
 

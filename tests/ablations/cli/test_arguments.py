@@ -17,6 +17,7 @@ from ablations.cli.arguments import (
     non_negative_int,
     positive_int,
     positive_seconds,
+    webhook_url,
 )
 
 NOT_FINITE = ["nan", "NaN", "inf", "-inf", "Infinity", "1e999"]
@@ -96,10 +97,34 @@ def test_ablate_run_refuses_a_bad_heartbeat_timeout_before_reading_the_plan(
 def test_whole_numbers_are_read_and_bad_ones_named() -> None:
     assert non_negative_int("0") == 0 and positive_int("3") == 3
     for kind, text, why in [
-        (non_negative_int, "1.5", "expected a whole number, got '1.5'"),
-        (non_negative_int, "-1", "must be 0 or more, got -1"),
-        (positive_int, "0", "must be at least 1, got 0"),
-        (positive_int, "two", "expected a whole number, got 'two'"),
+        (non_negative_int, "1.5", "must be a whole number >= 0, got '1.5'"),
+        (non_negative_int, "-1", "must be a whole number >= 0, got '-1'"),
+        (positive_int, "0", "must be a whole number >= 1, got '0'"),
+        (positive_int, "two", "must be a whole number >= 1, got 'two'"),
     ]:
         with pytest.raises(argparse.ArgumentTypeError, match=re.escape(why)):
             kind(text)
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "1.5"])
+def test_max_runs_words_every_wrong_value_alike(
+    capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["validate", "plan.yaml", f"--max-runs={value}"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith(f"argument --max-runs: must be a whole number >= 1, got {value!r}")
+
+
+@pytest.mark.parametrize(
+    "url", ["not a url", "example.com/hook", "ftp://h/x", "https://", "http:// h"]
+)
+def test_notify_refuses_a_webhook_that_is_no_http_url(
+    capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["notify", "--webhook", url])
+    assert exited.value.code == 2
+    assert "argument --webhook: not an http(s) URL" in capsys.readouterr().err
+    assert webhook_url("https://hooks.example.com/T0/B0") == "https://hooks.example.com/T0/B0"

@@ -104,7 +104,10 @@ def test_plan_with_campaign_records(
         ([str(DEMO_PLAN), "--gpu", "RTX 4090"], "--gpu describe figures without a plan"),
         (["--gpu", "RTX 4090", "--hours", "3", "--records", "x"], "--records reads a campaign"),
         (["--gpu", "RTX 4090", "--hours", "-1"], "--hours: must be a finite number >= 0"),
-        (["--gpu", "RTX 4090", "--hours", "3", "--lots", "0"], "--lots: must be at least 1"),
+        (
+            ["--gpu", "RTX 4090", "--hours", "3", "--lots", "0"],
+            "--lots: must be a whole number >= 1",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_a_message(
