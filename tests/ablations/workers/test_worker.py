@@ -190,13 +190,15 @@ def test_a_runs_own_output_goes_to_its_log_not_the_terminal(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """What a framework prints (a tip on stdout, a warning on stderr, here a command's) lands
-    in `logs/<run_id>.log` of the campaign's folder; the worker's terminal stays quiet."""
+    in `logs/<run_id>.log` of the campaign's folder, redacted (a token it echoes is masked);
+    the worker's terminal stays quiet."""
     from tests.ablations.byo.test_command import SCRIPT, spec_for
 
     chatty = tmp_path / "chatty.py"
     chatty.write_text(
         "import sys, warnings\n"
         "print('Tip: try our cloud', flush=True)\n"
+        "print('login with hf_' + 'AbCdEfGhIjKlMnOpQrStUvWxYz01234567', flush=True)\n"
         "warnings.warn('old API')\n"
         f"exec(compile(open({str(SCRIPT)!r}).read(), 'train', 'exec'))\n"
     )
@@ -211,5 +213,6 @@ def test_a_runs_own_output_goes_to_its_log_not_the_terminal(
     assert record.status == "accepted", record
     log = (tmp_path / "out" / "logs" / f"{spec.run_id}.log").read_text()
     assert "Tip: try our cloud" in log and "UserWarning: old API" in log
+    assert "login with REDACTED" in log and "hf_AbCd" not in log  # through the one redaction
     printed = capfd.readouterr()
     assert "Tip" not in printed.out + printed.err and "old API" not in printed.err
