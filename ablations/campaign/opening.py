@@ -85,8 +85,8 @@ def admit(
     what `ablate run` defaults to), in this order: `vet` (the caller's own refusal, e.g. a
     served campaign's boundary: before any of the user's files is read), the pilot's problems
     with the workload's modules (`workload`: `import` or `find` them, or `skip`), as one
-    `PlanError`; then the user's code hashed and the folder checked (`existing_registration`).
-    Writes nothing."""
+    `PlanError`; then the user's code hashed and the folder checked (`existing_registration`,
+    and no link planted where it writes: `state.refuse_planted_links`). Writes nothing."""
     plan = plan_from_text(text, source)
     if vet is not None:
         vet(plan)
@@ -100,6 +100,7 @@ def admit(
     digest = plan_hash(plan)
     code = workload_code(plan)
     known = existing_registration(plan, out_dir, code, digest=digest)
+    refuse_planted_links(out_dir, plan.checkpoint.store, plan.campaign.id)  # again when opened
     return Admission(plan, text, source, out_dir, digest, code, known)
 
 
