@@ -32,6 +32,7 @@ def _subclasses(base: type[BaseException]) -> set[type[BaseException]]:
     return found
 
 
+@pytest.mark.filterwarnings("ignore:ablations\\.\\w+ is deprecated:DeprecationWarning")  # old paths
 def test_every_error_of_the_project_names_its_cause() -> None:
     for module in pkgutil.walk_packages(ablations.__path__, "ablations."):
         user_style = module.name.startswith("ablations.workloads.")  # examples for users

@@ -13,14 +13,14 @@ import sys
 
 import torch
 
+from ablations import Evaluation, InputGroup, InputReport
 from ablations.preflight.data_check import check_data
-from ablations.run.workload import Evaluation, InputGroup, InputReport
 from ablations.training.driver import execute
 from tests.ablations.training.test_driver import digits_spec
 from tests.conftest import ROOT
 
 PAGE = ROOT / "docs" / "own-code.md"
-IMPORTS = "import torch\nfrom ablations.run.workload import Evaluation, InputGroup, InputReport\n"
+IMPORTS = "import torch\nfrom ablations import Evaluation, InputGroup, InputReport\n"
 """The snippet's first lines: imported at the top of this file instead."""
 
 # --- the page's snippet (docs/own-code.md, "Your own workload"), less its two imports -----
