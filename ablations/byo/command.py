@@ -18,8 +18,12 @@ The run's parameters replace `{name}` in the arguments; the rest arrives in the 
 
 The program prints one JSON object per line on stdout: `{"step": N, "loss": x, "metrics":
 {...}}` reports a step; `{"steps": [N, ...], "losses": [x, ...], "metrics": {...}}` reports
-several at once (the metrics the last one's); `{"saved": N}` says the checkpoint folder holds
-step N complete. A message with `"reply": true` gets one JSON line back on stdin,
+several at once (the metrics the last one's; `losses` left out: none of them has a loss);
+`{"saved": N}` says the checkpoint folder holds step N complete. A loss or metric that is NaN
+or infinite may be written as the `NaN`/`Infinity`/`-Infinity` token, as a string (`"nan"`,
+`"inf"`) or as `null` (what JavaScript's JSON.stringify writes): all are non-finite, and the
+non-finite rule stops the run there; a step without a loss leaves `loss` out.
+A message with `"reply": true` gets one JSON line back on stdin,
 `{"checkpoint": bool, "stop": bool, "next": M}` (after `saved`: `{"ok": true}`, once the folder
 is copied). A program may hold its reports back and send them together, and send some
 without asking (a round trip per step costs more than a sub-millisecond step): what those
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -223,11 +228,20 @@ class _Conversation:
     def _report(self, message: dict[str, Any]) -> Reply:
         """The session's reply to a report, or to steps reported together."""
         metrics = message.get("metrics")
+        if metrics is not None and not isinstance(metrics, dict):
+            raise WorkloadError(f"reported metrics {_json(metrics)} are not a JSON object")
+        if metrics:
+            metrics = {name: number(value, f"metric {name!r}") for name, value in metrics.items()}
         if "steps" in message:
-            losses = message.get("losses")
-            steps, losses = message["steps"], losses if isinstance(losses, list) else []
-            return self.session.report_batch(steps, losses, metrics)
-        return self.session.report(int(message["step"]), message.get("loss"), metrics)
+            steps, losses = message["steps"], message.get("losses")
+            if "losses" not in message:  # steps without a loss
+                return self.session.report_batch(steps, [None] * len(steps), metrics)
+            if not isinstance(losses, list):
+                raise WorkloadError(f"reported losses {_json(losses)} are not a JSON list")
+            values: list[float | None] = [number(loss, "loss") for loss in losses]
+            return self.session.report_batch(steps, values, metrics)
+        loss = number(message["loss"], "loss") if "loss" in message else None
+        return self.session.report(int(message["step"]), loss, metrics)
 
     def _answer(self, message: dict[str, Any], answer: dict[str, bool | int]) -> None:
         if not message.get("reply"):
@@ -260,6 +274,33 @@ class _Conversation:
         for line in stream:
             self.stderr.append(line)
             sys.stderr.write(line)
+
+
+def number(value: object, what: str) -> float:
+    """A reported loss or metric as a float. JSON has no NaN or infinity: `NaN`, `Infinity`
+    and `-Infinity` tokens (Python's json writes them), strings (`"nan"`, `"inf"`,
+    `"-Infinity"`) and `null` (JavaScript's JSON.stringify writes NaN and infinities as
+    `null`) are all read as non-finite, so a diverged run stops by the non-finite rule in any
+    language. A value left out is no value (no loss at that step)."""
+    if value is None:
+        return math.nan
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise WorkloadError(
+        f"reported {what} {_json(value)} is not a number (send a number; NaN or infinity as "
+        'NaN, Infinity, "nan", "inf" or null)'
+    )
+
+
+def _json(value: object) -> str:
+    """A reported value as the program wrote it, cut short."""
+    text = json.dumps(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def _message(line: str) -> dict[str, Any] | None:

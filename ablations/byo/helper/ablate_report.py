@@ -183,7 +183,9 @@ def report(step: int, loss: float | None = None, **metrics: float) -> Reply:
     ask = step >= _next or _terminating or time.monotonic() - _asked_at >= BATCH_SECONDS
     if not (ask or metrics):
         return Reply(checkpoint=False, stop=False)  # held: sent with a later step
-    message = _batch()
+    *before, message = _batches()
+    for earlier in before:
+        _send(earlier)
     if metrics:
         message["metrics"] = {name: float(value) for name, value in metrics.items()}
     if not ask:
@@ -200,24 +202,34 @@ def report(step: int, loss: float | None = None, **metrics: float) -> Reply:
     )
 
 
-def _batch() -> dict[str, Any]:
-    """The held steps as one message (emptying them)."""
-    steps = [step for step, _ in _held]
-    losses = [loss for _, loss in _held]
+def _batches() -> list[dict[str, Any]]:
+    """The held steps as messages (emptying them): one per run of steps with a loss or
+    without. A step without a loss leaves `loss` out (a batch, `losses`): `null` in either
+    is a non-finite loss, as JavaScript's JSON.stringify writes NaN."""
+    groups: list[list[tuple[int, float | None]]] = []
+    for held in _held:
+        if groups and (groups[-1][-1][1] is None) == (held[1] is None):
+            groups[-1].append(held)
+        else:
+            groups.append([held])
     _held.clear()
-    if len(steps) == 1:
-        message: dict[str, Any] = {"step": steps[0]}
+    messages = []
+    for group in groups:
+        steps = [step for step, _ in group]
+        losses = [loss for _, loss in group]
+        message: dict[str, Any] = {"step": steps[0]} if len(steps) == 1 else {"steps": steps}
         if losses[0] is not None:
-            message["loss"] = losses[0]
-        return message
-    return {"steps": steps, "losses": losses}
+            message.update({"loss": losses[0]} if len(steps) == 1 else {"losses": losses})
+        messages.append(message)
+    return messages
 
 
 def _send_held() -> None:
     """Send the steps still held, without waiting for an answer (the program saves without
     being asked, or exits)."""
     if _held and active():
-        _send(_batch())
+        for message in _batches():
+            _send(message)
 
 
 def saved(step: int) -> None:
