@@ -10,6 +10,7 @@ the whole tree, by cause, so a caller sees what it may catch without reading the
     │   │   └── ManifestError     manifest.json there but malformed
     │   ├── FolderBusyError       another live campaign holds the output folder
     │   ├── OutsideFolder         a name that would write outside the output folder
+    │   ├── GateUnanswerable      a UI gate with no Prefect server to answer it in
     │   ├── WorkloadError         the user's training code: not importable, not the protocol
     │   │   ├── MissingMetric     evaluated without the plan's metric
     │   │   ├── WorkloadFailed    a job failed in a worker because the workload's code raised
@@ -163,6 +164,11 @@ class FolderBusyError(InputError):
 
 class OutsideFolder(InputError):
     """A name that would write outside the campaign's folder: refused, nothing written."""
+
+
+class GateUnanswerable(InputError):
+    """`--gate ui` (or the plan's `gate.mode: ui`) with no Prefect server whose UI the user
+    can open: the campaign would wait out the gate's timeout for an answer nobody can give."""
 
 
 class WorkloadError(InputError):

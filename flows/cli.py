@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ablations.campaign.executor import Executor
-from ablations.campaign.folder import REFRAME_DRAFT, REPORT
+from ablations.campaign.folder import GATE, REFRAME_DRAFT, REPORT
 from ablations.campaign.lock import hold_folder
 from ablations.campaign.manifest import Manifest
 from ablations.campaign.opening import Admission, admit
 from ablations.cli.arguments import module_name, positive_seconds, store_url, webhook_url
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
-from ablations.errors import CampaignInterrupted, InputError, PlanError
+from ablations.errors import CampaignInterrupted, GateUnanswerable, InputError, PlanError
 from ablations.local.executor import LocalSlots, local_slots_for, warmup_for
 from ablations.plan.io import WorkloadCheck, read_plan_text
 from ablations.plan.model import Plan
@@ -142,6 +142,8 @@ def run_command(args: argparse.Namespace) -> int:
         from flows.pool import PoolExecutor
 
         pool = PoolExecutor.for_plan(plan, args.pool, args.devices, args.heartbeat_timeout)
+    if local:
+        refuse_unanswerable_gate(args.gate, plan, out_dir)
     opened: list[LocalSlots] = []
     if local and plan.checkpoint.on_terminate:
         _save_on_sigterm(plan, out_dir, opened)
@@ -166,6 +168,46 @@ def run_command(args: argparse.Namespace) -> int:
                     "go on from there"
                 ) from exc
             raise
+
+
+GATE_SERVER_TIMEOUT_S = 3.0
+"""How long `--gate ui` waits for the configured server's answer before refusing: a server
+that takes longer to answer `/health` is not one a user will answer a gate in."""
+
+
+def refuse_unanswerable_gate(flag: str | None, plan: Plan, out_dir: Path) -> None:
+    """Refuse, before anything starts, a UI gate nobody could answer: the temporary server of
+    a local `ablate run` serves no UI (Prefect's ephemeral server; it ends with the command),
+    so without a configured server (PREFECT_API_URL, in the environment or the Prefect
+    profile) the campaign would idle its slots for `gate.timeout_minutes` waiting. A folder
+    whose gate was decided asks nothing again."""
+    if (flag or plan.gate.mode) != "ui" or (out_dir / GATE).exists():
+        return
+    import urllib.error
+    import urllib.request
+
+    from prefect.settings import get_current_settings
+
+    given = "--gate ui" if flag else "the plan's gate.mode: ui"
+    url = get_current_settings().api.url
+    if not url:
+        raise GateUnanswerable(
+            f"{given} asks in the Prefect UI, and the temporary server of `ablate run` has "
+            "none: set PREFECT_API_URL to a server you open (`prefect server start`, then "
+            "export PREFECT_API_URL=http://127.0.0.1:4200/api), or run `ablate serve` and start "
+            "the campaign from the UI"
+        )
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=GATE_SERVER_TIMEOUT_S):
+            pass
+    except urllib.error.HTTPError:
+        pass  # it answers (a server behind authentication may refuse an anonymous health check)
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise GateUnanswerable(
+            f"{given} asks in the Prefect UI of PREFECT_API_URL={url}, which does not answer "
+            f"({reason}): start that server, or set PREFECT_API_URL to one that runs"
+        ) from exc
 
 
 def _save_on_sigterm(plan: Plan, out_dir: Path, opened: list[LocalSlots]) -> None:
