@@ -13,11 +13,16 @@ run` starts in), else by default the folder of the command's script (`python -m 
 module's package) or the package of each module the workload names (a Lightning module, a
 `make_trainer`, a workload class), leaving out whatever lives inside the installed `ablations`
 package (a built-in workload, a recipe: the manifest's package version and commit cover it).
-A folder is walked without `.git`, hidden entries, `__pycache__`, virtual environments and
-ablate's output folders; the default also leaves out files over 1 MiB and binary files (data,
-weights), and gives up (an `InputError` saying so) past 2000 files or 64 MiB: name the code in
-`workload.code` then. The hash covers each file's path (relative to its folder, under the
-folder's name) and content, so a moved checkout hashes the same.
+A folder is walked without `.git`, hidden entries, `__pycache__`, virtual environments,
+trackers' folders (`wandb`, `mlruns`, `lightning_logs`) and ablate's output folders. The
+default takes only the code in it: source files (by extension, `SOURCE_SUFFIXES`, or a `#!`
+line), the command's own script, and the files git tracks there; never what a run writes
+beside its script (a `train_log.txt`, a tracker's JSON), so a run killed and resumed is not
+refused for its own output. It also leaves out files over 1 MiB and binary files, and gives
+up (an `InputError` saying so) past 2000 files or 64 MiB: name the code in `workload.code`
+then (a config file git does not track, say). The hash covers each file's path (relative to
+its folder, under the folder's name) and content, so a moved checkout hashes the same; each
+file's own digest is kept too, so a refusal names the files changed, added and removed.
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -40,8 +47,24 @@ MAX_BYTES = 64 * 2**20
 """Bytes a code hash may read (a second or so of hashing)."""
 MAX_FILE_BYTES = 2**20
 """A default folder's file above this is data or weights, not code: left out."""
-SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
-"""Folders never hashed (besides hidden ones, virtual environments and output folders)."""
+SKIPPED_FOLDERS = frozenset(
+    {"__pycache__", "node_modules", "site-packages", "wandb", "mlruns", "lightning_logs"}
+)
+"""Folders never hashed (besides hidden ones, virtual environments and output folders): caches,
+installed packages, and what trackers write beside a script while it trains."""
+_SOURCE = (
+    ".py .pyi .pyx .pxd .ipynb .js .mjs .cjs .ts .jsx .tsx .sh .bash .zsh .awk .sed .r .jl .lua "
+    ".rb .pl .pm .php .go .rs .c .cc .cpp .cxx .h .hh .hpp .cu .cuh .java .kt .scala .swift .m "
+    ".f .f90 .zig .ml .hs .ex .exs .clj .cs .mojo"
+)
+SOURCE_SUFFIXES = frozenset(_SOURCE.split())
+"""What the default counts as code, whatever git knows (compared lowercase)."""
+DIGEST_CHARS = 16
+"""Of each file's sha256 kept beside the whole hash: enough to tell which file changed."""
+
+Rule = Literal["source", "text"]
+"""How a default folder is read: its source files (this release), or every small text file
+(the rule of earlier releases, which their registrations were hashed by)."""
 
 
 class WorkloadCode(BaseModel):
@@ -60,6 +83,9 @@ class WorkloadCode(BaseModel):
     """Their total size."""
     declared: bool
     """Whether the plan's `workload.code` named them (else the default was taken)."""
+    digests: dict[str, str] = {}
+    """Each file hashed (its name as hashed, under its folder's name) -> the first
+    `DIGEST_CHARS` hex digits of its sha256; empty in a registration of an earlier release."""
 
     def line(self) -> str:
         """`train/ (3 files, sha256 0123456789ab)`, for a summary line."""
@@ -67,9 +93,31 @@ class WorkloadCode(BaseModel):
         return f"{shown} ({self.files} files, sha256 {self.sha256[:12]})"
 
 
-def workload_code(plan: Plan, cwd: Path | None = None) -> WorkloadCode | None:
+def changes(before: WorkloadCode, now: WorkloadCode | None, *, shown: int = 5) -> str:
+    """What differs between two hashes of the code, by file: `changed proj/train.py; added
+    proj/util.py; removed proj/old.py` (at most `shown` names each); "" when unknown."""
+    if not before.digests:
+        return ""
+    after = now.digests if now is not None else {}
+    found = {
+        "changed": [n for n in after if n in before.digests and after[n] != before.digests[n]],
+        "added": [n for n in after if n not in before.digests],
+        "removed": [n for n in before.digests if n not in after],
+    }
+    parts = []
+    for kind, names in found.items():
+        if names:
+            more = f" and {len(names) - shown} more" if len(names) > shown else ""
+            parts.append(f"{kind} {', '.join(names[:shown])}{more}")
+    return "; ".join(parts)
+
+
+def workload_code(
+    plan: Plan, cwd: Path | None = None, rule: Rule = "source"
+) -> WorkloadCode | None:
     """The code `plan`'s runs train with, hashed; None when it is all the installed package's
-    (a built-in workload) or no file of it is found (a program on the PATH)."""
+    (a built-in workload) or no file of it is found (a program on the PATH). `rule` reads a
+    default folder (`text`: as earlier releases did, to compare with their registrations)."""
     cwd = (cwd or Path.cwd()).resolve()
     declared = plan.workload.code
     if declared is not None:
@@ -86,13 +134,17 @@ def workload_code(plan: Plan, cwd: Path | None = None) -> WorkloadCode | None:
     roots = _outermost(roots)
     if not roots:
         return None
-    digest, files, size = _hash(roots, default=declared is None, label=label)
+    script = _command_script(plan.workload.command, cwd) if plan.workload.command else None
+    digest, digests, size = _hash(
+        roots, default=None if declared is not None else (rule, script), label=label
+    )
     return WorkloadCode(
         sha256=digest,
         paths=[_shown(root, cwd) for root in roots],
-        files=files,
+        files=len(digests),
         bytes=size,
         declared=declared is not None,
+        digests=digests,
     )
 
 
@@ -120,20 +172,33 @@ def default_roots(plan: Plan, cwd: Path) -> list[Path]:
 
 
 def _command_root(command: list[str], cwd: Path) -> Path | None:
-    """The folder of the command's script: the first argument naming an existing file (after
-    an interpreter), or the package of `-m module`."""
-    arguments = list(command)
-    if Path(arguments[0]).name.startswith("python"):
-        arguments = arguments[1:]
+    """The folder of the command's script (`_command_script`), or the package of `-m module`."""
+    arguments = _arguments(command)
     for i, argument in enumerate(arguments):
         if argument == "-m" and i + 1 < len(arguments):
             return _module_root(arguments[i + 1], cwd)
+    script = _command_script(command, cwd)
+    if script is None:
+        return None
+    return None if _ours(script.parent) else script.parent
+
+
+def _arguments(command: list[str]) -> list[str]:
+    """The command's arguments after a Python interpreter (which is no script of the user's)."""
+    return command[1:] if Path(command[0]).name.startswith("python") else list(command)
+
+
+def _command_script(command: list[str], cwd: Path) -> Path | None:
+    """The command's script: the first argument naming an existing file (after a Python
+    interpreter; before a `-m`)."""
+    for argument in _arguments(command):
+        if argument == "-m":
+            return None
         if "{" in argument or argument.startswith("-"):
             continue
         path = cwd / argument
         if path.is_file():
-            folder = path.resolve().parent
-            return None if _ours(folder) else folder
+            return path.resolve()
     return None
 
 
@@ -178,26 +243,34 @@ def _shown(path: Path, cwd: Path) -> str:
         return str(path)
 
 
-def _hash(roots: list[Path], *, default: bool, label: str) -> tuple[str, int, int]:
-    """sha256 over every file's `root name/relative path` and content; files, bytes."""
-    sha, files, size = hashlib.sha256(), 0, 0
+def _hash(
+    roots: list[Path], *, default: tuple[Rule, Path | None] | None, label: str
+) -> tuple[str, dict[str, str], int]:
+    """sha256 over every file's `root name/relative path` and content; each file's digest by
+    its name; bytes. `default`: the rule reading a default folder and the command's script
+    (None: the plan named the code, every file is hashed)."""
+    sha, size = hashlib.sha256(), 0
+    digests: dict[str, str] = {}
     for root in roots:
-        for path, name in _files(root, default=default):
-            files += 1
+        selected = _default_selection(root, *default) if default is not None else None
+        for path, name in _files(root, selected):
             size += path.stat().st_size
-            if files > MAX_FILES or size > MAX_BYTES:
+            if len(digests) >= MAX_FILES or size > MAX_BYTES:
                 raise InputError(
                     f"{label} holds more than {MAX_FILES} files or {MAX_BYTES // 2**20} MiB: "
                     "name your code's files and folders in workload.code (e.g. [train.py, "
                     "mypkg]) so that its hash is the code's, not a data folder's"
                 )
+            content = hashlib.sha256(path.read_bytes()).digest()
             sha.update(f"{name}\0".encode())
-            sha.update(hashlib.sha256(path.read_bytes()).digest())
-    return sha.hexdigest(), files, size
+            sha.update(content)
+            digests[name] = content.hex()[:DIGEST_CHARS]
+    return sha.hexdigest(), digests, size
 
 
-def _files(root: Path, *, default: bool) -> Iterator[tuple[Path, str]]:
-    """(file, name hashed) under `root`, in a fixed order; a file root is itself."""
+def _files(root: Path, selected: Callable[[Path], bool] | None) -> Iterator[tuple[Path, str]]:
+    """(file, name hashed) under `root`, in a fixed order; a file root is itself. `selected`
+    picks a default folder's files (None: all)."""
     if root.is_file():
         yield root, root.name
         return
@@ -208,9 +281,48 @@ def _files(root: Path, *, default: bool) -> Iterator[tuple[Path, str]]:
             path = here / name
             if name.startswith(".") or name.endswith((".pyc", ".pyo")) or not path.is_file():
                 continue
-            if default and not _looks_like_code(path):
+            if selected is not None and not selected(path):
                 continue
             yield path, f"{root.name}/{path.relative_to(root).as_posix()}"
+
+
+def _default_selection(root: Path, rule: Rule, script: Path | None) -> Callable[[Path], bool]:
+    """Which files of a default folder are the code: small text files that are source (by
+    extension or a `#!` line), the command's script, or tracked by git (`rule="source"`);
+    every small text file (`rule="text"`, earlier releases)."""
+    if rule == "text":
+        return _looks_like_code
+    tracked = _git_tracked(root)
+
+    def selected(path: Path) -> bool:
+        if not _looks_like_code(path):
+            return False
+        return path == script or path in tracked or _is_source(path)
+
+    return selected
+
+
+def _git_tracked(root: Path) -> frozenset[Path]:
+    """The files under `root` that git tracks (none outside a work tree, or without git)."""
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z"],
+            capture_output=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    names = listed.decode(errors="surrogateescape").split("\0")
+    return frozenset((root / name).resolve() for name in names if name)
+
+
+def _is_source(path: Path) -> bool:
+    """Code by its extension, or a script by its `#!` line."""
+    if path.suffix.lower() in SOURCE_SUFFIXES:
+        return True
+    with path.open("rb") as handle:
+        return handle.read(2) == b"#!"
 
 
 def _skipped_folder(folder: Path) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from ablations.campaign.campaign import Campaign
-from ablations.campaign.code import WorkloadCode, workload_code
+from ablations.campaign.code import WorkloadCode, changes, workload_code
 from ablations.campaign.folder import CampaignFolder, Registration
 from ablations.campaign.state import refuse_planted_links, remove_leftover_temporaries
 from ablations.errors import (
@@ -196,14 +196,16 @@ def _checked(
                 f"{known.plan_hash}; this plan ({plan.campaign.id!r}) hashes to {digest}. "
                 "A corrected plan is a new campaign: use a new campaign id and output folder."
             )
-        if changed_code(known, code) and _trained(out_dir):
+        if changed_code(known, code, plan) and _trained(out_dir):
             before, now = known.code, code
             assert before is not None
+            named = changes(before, now)
             raise CampaignConflictError(
                 f"{out_dir} holds campaign {known.campaign_id!r}, whose runs trained with other "
-                f"code ({before.line()}; now {now.line() if now else 'none found'}): a rerun "
-                "would mix two versions of it. Changed code is a new campaign: use a new "
-                "campaign id and output folder (or restore the code)."
+                f"code ({before.line()}; now {now.line() if now else 'none found'}"
+                f"{': ' + named if named else ''}): a rerun would mix two versions of it. "
+                "Changed code is a new campaign: use a new campaign id and output folder (or "
+                "restore the code)."
             )
         return known.model_copy(update={"out_dir": str(out_dir), "code": code})
     if out_dir.exists() and not out_dir.is_dir():
@@ -227,12 +229,19 @@ def _rehashes_to(out_dir: Path, digest: str) -> bool:
         return False  # an unreadable or edited plan.yaml: the plain refusal says enough
 
 
-def changed_code(known: Registration, code: WorkloadCode | None) -> bool:
+def changed_code(known: Registration, code: WorkloadCode | None, plan: Plan) -> bool:
     """Whether `code` differs from the registered code. A folder registered before the code
-    was recorded (no `code`) takes any."""
-    if known.code is None:
+    was recorded (no `code`) takes any; one whose default folder an earlier release hashed
+    (every small text file, no per-file digests) is compared by that rule."""
+    before = known.code
+    if before is None:
         return False
-    return code is None or code.sha256 != known.code.sha256
+    if code is not None and code.sha256 == before.sha256:
+        return False
+    if not before.digests and not before.declared:
+        earlier = workload_code(plan, rule="text")
+        return earlier is None or earlier.sha256 != before.sha256
+    return True
 
 
 def _trained(out_dir: Path) -> bool:

@@ -5,6 +5,7 @@ registration that refuses a rerun whose runs trained with other code."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,19 @@ def project(tmp_path: Path) -> Path:
     (folder / "out" / "notes.txt").write_text("a campaign's folder\n")
     (folder / "weights.pt").write_bytes(b"\0\1\2" * 10)
     (folder / "data.csv").write_text("x\n" * 600_000)  # 1.2 MB: data, not code
+    (folder / "notes.md").write_text("what a run wrote, or a note: not code\n")
     return folder
+
+
+def runs_write_beside_the_script(folder: Path) -> None:
+    """What a training script and its tracker write next to it while they run."""
+    (folder / "train_log.txt").write_text("step 1 loss 0.5\n")
+    (folder / "wandb" / "run-1").mkdir(parents=True)
+    (folder / "wandb" / "run-1" / "run.json").write_text('{"id": 1}\n')
+    (folder / "wandb" / "run-1" / "train.py").write_text("print('a copy of the code')\n")
+    (folder / "metrics.json").write_text('{"loss": 0.5}\n')
+    (folder / "lightning_logs" / "version_0").mkdir(parents=True)
+    (folder / "lightning_logs" / "version_0" / "hparams.yaml").write_text("lr: 0.1\n")
 
 
 def test_the_default_is_the_scripts_folder_without_what_is_not_code(
@@ -65,10 +78,13 @@ def test_the_default_is_the_scripts_folder_without_what_is_not_code(
     code = workload_code(plan, tmp_path)
     assert code is not None and code.paths == ["proj"] and not code.declared
     assert code.files == 2  # train.py and lib/model.py
+    assert sorted(code.digests) == ["proj/lib/model.py", "proj/train.py"]
     before = code.sha256
     for ignored in ("__pycache__/x.pyc", ".git/ORIG_HEAD", "venv/more.py", "out/more.txt"):
         (project / ignored).write_text("changed")
     (project / "data.csv").write_text("y\n" * 600_000)
+    (project / "notes.md").write_text("edited\n")
+    runs_write_beside_the_script(project)
     code = workload_code(plan, tmp_path)
     assert code is not None and code.sha256 == before
     (project / "lib" / "model.py").write_text("WIDTH = 32\n")
@@ -78,6 +94,33 @@ def test_the_default_is_the_scripts_folder_without_what_is_not_code(
     moved.mkdir()
     project.rename(moved / "proj")  # a moved checkout hashes the same
     assert workload_code(plan, moved) == code
+
+
+def test_the_default_takes_scripts_by_their_line_and_whatever_git_tracks(
+    tmp_path: Path, project: Path, demo_data: dict[str, Any]
+) -> None:
+    """Source by extension, a `#!` script without one, the command's own script whatever its
+    name, and a config file once git tracks it; what git does not track and is no source,
+    not."""
+    (project / "prepare").write_text("#!/bin/sh\necho data\n")
+    (project / "train.job").write_text("print('the script the command names')\n")
+    (project / "config.yaml").write_text("width: 16\n")
+    plan = plan_of(command_plan(demo_data))
+    plan.workload.command[1] = "proj/train.job"
+    code = workload_code(plan, tmp_path)
+    assert code is not None
+    assert sorted(code.digests) == [
+        "proj/lib/model.py", "proj/prepare", "proj/train.job", "proj/train.py"
+    ]  # fmt: skip
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / ".git" / "HEAD").unlink()  # the fixture's stand-in: a real repository now
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", "-C", str(project), "add", "config.yaml", "notes.md"], check=True)
+    tracked = workload_code(plan, tmp_path)
+    assert tracked is not None
+    assert {"proj/config.yaml", "proj/notes.md"} == set(tracked.digests) - set(code.digests)
+    runs_write_beside_the_script(project)
+    assert workload_code(plan, tmp_path) == tracked
 
 
 def test_a_default_folder_too_big_to_be_code_is_refused_naming_the_field(
@@ -144,3 +187,61 @@ def test_a_rerun_with_other_code_is_refused_once_a_run_trained(
     message = str(refused.value)
     assert "\n" not in message and "whose runs trained with other code (proj (2 files" in message
     assert f"sha256 {second.code.sha256[:12]}" in message and "new campaign" in message
+    assert ": changed proj/train.py)" in message
+
+
+def test_a_run_killed_and_resumed_is_not_refused_for_what_it_wrote_beside_its_script(
+    tmp_path: Path, project: Path, demo_data: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The main recovery path (#44): kill -9, rerun. The script's log and its tracker's
+    files are no code; a refusal names the files changed, added and removed."""
+    monkeypatch.chdir(tmp_path)
+    (project / "lib" / "old.py").write_text("OLD = 1\n")
+    text = yaml.safe_dump(command_plan(demo_data))
+    out = tmp_path / "campaign"
+    first = register(text, out)
+    save_record(out, RunRecord(
+        run_id="r", variant="control", seed=0, category="essential", phase="pilot",
+        status="accepted",
+    ))  # fmt: skip
+    runs_write_beside_the_script(project)
+    assert register(text, out).code == first.code  # resumed
+    (project / "lib" / "model.py").write_text("WIDTH = 64\n")
+    (project / "lib" / "util.py").write_text("def helper(): ...\n")
+    (project / "lib" / "old.py").unlink()
+    with pytest.raises(CampaignConflictError) as refused:
+        register(text, out)
+    named = "changed proj/lib/model.py; added proj/lib/util.py; removed proj/lib/old.py"
+    assert first.code is not None
+    assert f"(proj (3 files, sha256 {first.code.sha256[:12]}); now proj (3 files" in str(
+        refused.value
+    )
+    assert f": {named}): a rerun would mix" in str(refused.value)
+
+
+def test_a_folder_an_earlier_release_registered_is_compared_by_its_rule(
+    tmp_path: Path, project: Path, demo_data: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its registration hashed every small text file of the folder and kept no per-file
+    digests: the same code resumes, other code is refused."""
+    monkeypatch.chdir(tmp_path)
+    text = yaml.safe_dump(command_plan(demo_data))
+    out = tmp_path / "campaign"
+    register(text, out)
+    folder = CampaignFolder(out)
+    registered = folder.registration()
+    assert registered is not None
+    earlier = workload_code(plan_of(command_plan(demo_data)), tmp_path, rule="text")
+    assert earlier is not None and earlier.files == 3  # notes.md too
+    earlier = earlier.model_copy(update={"digests": {}})
+    folder.write_registration(registered.model_copy(update={"code": earlier}))
+    save_record(out, RunRecord(
+        run_id="r", variant="control", seed=0, category="essential", phase="pilot",
+        status="accepted",
+    ))  # fmt: skip
+    resumed = register(text, out)
+    assert resumed.code is not None and resumed.code.files == 2  # recorded by this release now
+    folder.write_registration(registered.model_copy(update={"code": earlier}))
+    (project / "notes.md").write_text("edited: other code by the earlier rule\n")
+    with pytest.raises(CampaignConflictError, match="whose runs trained with other code"):
+        register(text, out)
