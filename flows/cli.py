@@ -16,21 +16,23 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ablations.campaign.executor import Executor
-from ablations.campaign.folder import GATE, REFRAME_DRAFT, REPORT
-from ablations.campaign.lock import hold_folder
-from ablations.campaign.manifest import Manifest
-from ablations.campaign.opening import Admission, admit
 from ablations.cli.arguments import module_name, positive_seconds, store_url, webhook_url
 from ablations.cli.registry import EXIT_INTERNAL, EXIT_OK, command
 from ablations.errors import CampaignInterrupted, GateUnanswerable, InputError, PlanError
-from ablations.local.executor import LocalSlots, local_slots_for, warmup_for
-from ablations.plan.io import WorkloadCheck, read_plan_text
-from ablations.plan.model import Plan
+from ablations.files.names import GATE, REFRAME_DRAFT, REPORT
 from ablations.process.preemption import TERMINATE, listen_for_sigterm
-from ablations.slots.devices import SlotSpec
 
+# `ablate`'s parser loads this module for every command (`add_parsers`): what the commands
+# use is imported when they run, so `ablate --help` and `ablate validate` load no campaign,
+# no numpy, no Prefect (`bench/cli_latency.py`).
 if TYPE_CHECKING:
+    from ablations.campaign.executor import Executor
+    from ablations.campaign.manifest import Manifest
+    from ablations.campaign.opening import Admission
+    from ablations.local.executor import LocalSlots
+    from ablations.plan.io import WorkloadCheck
+    from ablations.plan.model import Plan
+    from ablations.slots.devices import SlotSpec
     from flows.local_server import TemporaryServer
     from flows.pool import PoolExecutor
 
@@ -122,6 +124,10 @@ def add_parsers(sub: Any) -> None:
 
 @command("run")
 def run_command(args: argparse.Namespace) -> int:
+    from ablations.campaign.lock import hold_folder
+    from ablations.campaign.opening import admit
+    from ablations.local.executor import local_slots_for
+    from ablations.plan.io import read_plan_text
     from flows.environment import quiet_prefect
     from flows.local_server import require_configured_api, start_unless_configured
 
@@ -259,6 +265,8 @@ def _executor(
         meanwhile()
         yield pool
         return
+    from ablations.local.executor import LocalSlots, warmup_for
+
     with LocalSlots.open(slots, warmup_for(plan, out_dir)) as executor:
         opened.append(executor)
         meanwhile()
@@ -344,7 +352,7 @@ def _off_the_main_thread(call: Callable[[], object]) -> Manifest:
         thread.join(0.2)
     if "error" in outcome:
         raise outcome["error"]
-    return cast(Manifest, outcome["value"])
+    return cast("Manifest", outcome["value"])
 
 
 def _print_outcome(manifest: Manifest, out_dir: Path) -> None:

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ablations.cli.arguments import add_limit_flags
 from ablations.cli.registry import (
@@ -23,13 +24,9 @@ from ablations.cli.registry import (
     command,
 )
 from ablations.errors import CampaignInterrupted, InfrastructureError, InputError
-from ablations.plan.design import spending_words
-from ablations.plan.io import load_plan
-from ablations.plan.model import Plan, plan_hash
-from ablations.plan.runs import planned_runs, variants
-from ablations.security.credentials import redact
-from ablations.security.limits import Limits
-from ablations.text.units import hours, usd
+
+if TYPE_CHECKING:
+    from ablations.plan.model import Plan
 
 __all__ = [
     "EXIT_INFRASTRUCTURE",
@@ -42,7 +39,13 @@ __all__ = [
 ]
 
 
+# Each command imports what it uses when it runs: `ablate --help` and a command's parser load
+# no plan model, no numpy, no Prefect (`bench/cli_latency.py` measures it).
+
+
 def _summary(plan: Plan, digest: str) -> str:
+    from ablations.plan.runs import planned_runs, variants
+
     all_variants = variants(plan)
     runs = planned_runs(plan, digest)
     categories = Counter(v.category for v in all_variants)
@@ -78,6 +81,8 @@ def _code_line(plan: Plan) -> str:
 
 
 def _seeds_line(plan: Plan) -> str:
+    from ablations.plan.design import spending_words
+
     design = plan.sequential
     if design is None:
         return f"{plan.seeds} (paired; one look, family-wise alpha 0.05 across the variants)"
@@ -90,7 +95,12 @@ def _seeds_line(plan: Plan) -> str:
 
 @command("validate")
 def _validate(args: argparse.Namespace) -> int:
-    plan = load_plan(args.plan)
+    from ablations.plan.io import load_plan
+    from ablations.plan.model import plan_hash
+
+    # Found and read, not imported: validate answers in a fraction of a second, without
+    # torch; a module that fails as it imports is named by `ablate run`'s preflight.
+    plan = load_plan(args.plan, workload="find")
     print(f"{args.plan}: valid")
     for warning in plan.pilot_warnings() + plan.decision_warnings():
         print(f"warning: {warning}", file=sys.stderr)
@@ -100,6 +110,11 @@ def _validate(args: argparse.Namespace) -> int:
 
 @command("plan")
 def _plan(args: argparse.Namespace) -> int:
+    from ablations.plan.io import load_plan
+    from ablations.plan.model import plan_hash
+    from ablations.plan.runs import planned_runs
+    from ablations.text.units import hours, usd
+
     plan = load_plan(args.plan)
     digest = plan_hash(plan)
     runs = planned_runs(plan, digest)
@@ -188,6 +203,8 @@ _SOURCES = {
 
 @command("schema")
 def _schema(args: argparse.Namespace) -> int:
+    from ablations.plan.model import Plan
+
     print(json.dumps(Plan.model_json_schema(), indent=2))
     return EXIT_OK
 
@@ -261,6 +278,8 @@ def _install_limits(args: argparse.Namespace) -> None:
     """This process's caps: the flags given, else the environment's, else the defaults;
     installed in the environment so that the processes it starts (slot workers, a served
     campaign's flow runs) hold the same (`ablations.security.limits`)."""
+    from ablations.security.limits import Limits
+
     if getattr(args, "max_runs", None) is None and getattr(args, "max_steps", None) is None:
         Limits.from_env()  # a bad ABLATE_MAX_RUNS is refused before anything starts
         return
@@ -315,6 +334,8 @@ def _reader_gone() -> int:
 def _error(line: str) -> None:
     """The one line a command that failed ends with, on stderr, with nothing secret in it
     (`ablations.security.credentials.redact`: URLs without user info or query, keys masked)."""
+    from ablations.security.credentials import redact
+
     print(redact(line), file=sys.stderr)
 
 

@@ -26,8 +26,6 @@ from ablations.cli.arguments import (
     positive_int,
 )
 from ablations.cli.registry import EXIT_OK, command
-from ablations.plan.io import load_plan
-from ablations.plan.offers import PackageSection
 
 
 def add_budget_parser(sub: Any) -> None:
@@ -111,6 +109,7 @@ def _budget(args: argparse.Namespace) -> int:
             from ablations.campaign.folder import CampaignFolder
 
             records = list(CampaignFolder(args.records).records().values())
+        from ablations.plan.io import load_plan
         from ablations.probe.sweep import for_plan
 
         plan = load_plan(args.plan)
@@ -126,6 +125,8 @@ def _budget(args: argparse.Namespace) -> int:
             raise BudgetError("--records reads a campaign of a plan: give the plan file too")
         if args.probe is not None:
             raise BudgetError("--probe reads a probe of a plan: give the plan file too")
+        from ablations.plan.offers import PackageSection
+
         catalog = Catalog()
         package = catalog.resolve(
             PackageSection(gpu=args.gpu, lots=args.lots, days=args.days, price_usd=args.price)

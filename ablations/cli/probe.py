@@ -19,7 +19,6 @@ from typing import Any
 from ablations.cli.registry import EXIT_OK, command
 from ablations.errors import InputError
 from ablations.files.names import PROBE_JSON, PROBE_MD
-from ablations.plan.io import load_plan
 
 
 def add_probe_parser(sub: Any) -> None:
@@ -45,6 +44,7 @@ def add_probe_parser(sub: Any) -> None:
 
 @command("probe")
 def _probe(args: argparse.Namespace) -> int:
+    from ablations.plan.io import load_plan
     from ablations.plan.runs import variants
     from ablations.probe import sweep as probe
     from ablations.slots.devices import plan_slots

@@ -273,16 +273,57 @@ WorkloadCheck = Literal["import", "find", "skip"]
 
 
 def workload_module_problem(entry: str, field: str = "workload.entry") -> Problem | None:
-    """Why the module of `module:attr` cannot be found (without importing it), or None.
-    `field` is the plan field that names it, for the message."""
-    module_name = entry.partition(":")[0]
+    """Why `module:attr` cannot be found (without importing it: the module's source is read),
+    or None. `field` is the plan field that names it, for the message."""
+    module_name, _, attr = entry.partition(":")
     try:
         found = importlib.util.find_spec(module_name)
     except (ImportError, ValueError):
         found = None
     if found is None:
         return Problem(field, f"module {module_name!r} cannot be found", entry)
+    defined = _source_names(found.origin)
+    if defined is None:
+        return None  # compiled, built in, or dynamic: only importing it can tell
+    if isinstance(defined, SyntaxError):
+        where = f" (line {defined.lineno})" if defined.lineno else ""
+        return Problem(field, f"module {module_name!r} does not parse{where}: {defined.msg}", entry)
+    if attr and attr not in defined:
+        return Problem(field, f"module {module_name!r} has no {attr!r}", entry)
     return None
+
+
+def _source_names(origin: str | None) -> set[str] | SyntaxError | None:
+    """The names a Python source file defines at its top level (in `if` and `try` blocks too),
+    its syntax error, or None when that cannot be told without running it (no source; a
+    module `__getattr__` or a star import)."""
+    import ast
+
+    if origin is None or not origin.endswith(".py"):
+        return None
+    try:
+        tree = ast.parse(Path(origin).read_bytes(), origin)
+    except SyntaxError as exc:
+        return exc
+    except (OSError, ValueError):
+        return None
+    names: set[str] = set()
+    body = list(tree.body)
+    while body:
+        node = body.pop()
+        if isinstance(node, ast.If | ast.Try | ast.With):
+            body += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
+            body += [child for handler in getattr(node, "handlers", []) for child in handler.body]
+        elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            names |= {(a.asname or a.name).partition(".")[0] for a in node.names}
+    return None if "__getattr__" in names else names
 
 
 def workload_import_problem(entry: str, field: str = "workload.entry") -> Problem | None:
@@ -343,9 +384,10 @@ def param_limit_problems(plan: Plan) -> list[Problem]:
 
 def load_plan(path: str | Path, *, workload: WorkloadCheck = "import") -> Plan:
     """Read and validate the plan, then check every module its workload names: `import`
-    them (validate, plan), only `find` them (a command whose slot workers import them anyway:
-    this process stays free of torch and the user's libraries), or `skip` the check (a
-    finished folder read on a machine without the workload)."""
+    them (plan), only `find` them and read their source for the name (validate, and a command
+    whose slot workers import them anyway: this process stays free of torch and the user's
+    libraries), or `skip` the check (a finished folder read on a machine without the
+    workload)."""
     path = Path(path)
     source = str(path)
     plan = plan_from_text(read_plan_text(path), source)

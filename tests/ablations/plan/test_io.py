@@ -1,0 +1,54 @@
+"""`ablate validate` checks the modules a workload names without importing them (#44: it
+answers in a fraction of a second, without torch): found, then read for the name."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ablations.plan.io import workload_module_problem
+
+
+@pytest.fixture
+def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    root = tmp_path / "site"
+    (root / "userpkg").mkdir(parents=True)
+    (root / "userpkg" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(root))
+    for name in [name for name in sys.modules if name.split(".")[0] == "userpkg"]:
+        monkeypatch.delitem(sys.modules, name)  # another test's package of the same name
+    yield root / "userpkg"
+    for name in [name for name in sys.modules if name.split(".")[0] == "userpkg"]:
+        del sys.modules[name]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "class Net: ...\n",
+        "import torch\ntry:\n    from fast import Net\nexcept ImportError:\n    class Net: ...\n",
+        "if True:\n    Net = object\n",
+        "from other import *\n",  # a star import: only importing it could tell
+        "def __getattr__(name): ...\n",
+    ],
+)
+def test_a_defined_name_is_found_without_importing_the_module(package: Path, source: str) -> None:
+    (package / "model.py").write_text(source)
+    assert workload_module_problem("userpkg.model:Net") is None
+    assert "userpkg.model" not in sys.modules
+
+
+def test_a_missing_name_and_a_syntax_error_are_named(package: Path) -> None:
+    (package / "model.py").write_text("class Nett: ...\n")
+    problem = workload_module_problem("userpkg.model:Net", "workload.lightning.module")
+    assert problem is not None and problem.path == "workload.lightning.module"
+    assert problem.message == "module 'userpkg.model' has no 'Net'"
+    (package / "model.py").write_text("class Net:\n    def f(self:\n")
+    problem = workload_module_problem("userpkg.model:Net")
+    assert problem is not None
+    assert problem.message.startswith("module 'userpkg.model' does not parse (line 2)")
+    assert workload_module_problem("userpkg.absent:Net") is not None
+    assert "userpkg.model" not in sys.modules
