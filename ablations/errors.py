@@ -105,7 +105,8 @@ for _kind in ("maxlist", "maxtuple", "maxset", "maxfrozenset", "maxdict", "maxde
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with the input: where (dotted path), what, and the offending value."""
+    """One thing wrong with the input: where (dotted path; empty for the plan as a whole), what,
+    and the offending value."""
 
     path: str
     message: str
@@ -114,8 +115,9 @@ class Problem:
 
     def __str__(self) -> str:
         got = f" (got {short_repr(self.value)})" if self.show_value else ""
-        where = _cut(self.path, SHOWN_VALUE_CHARS) or "<plan>"
-        return f"{where}: {_cut(self.message, 4 * SHOWN_VALUE_CHARS)}{got}"
+        # The plan as a whole: the message alone; the error's head names the plan's file.
+        where = f"{_cut(self.path, SHOWN_VALUE_CHARS)}: " if self.path else ""
+        return f"{where}{_cut(self.message, 4 * SHOWN_VALUE_CHARS)}{got}"
 
 
 def _cut(text: str, limit: int) -> str:

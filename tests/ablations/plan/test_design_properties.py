@@ -20,8 +20,9 @@ from ablations.cli import main
 from tests.conftest import DEMO_PLAN
 
 DEMO = yaml.safe_load(DEMO_PLAN.read_text())
-PROBLEM = re.compile(r"^  (<plan>|[A-Za-z_][\w.\[\]=-]*): \S")
-"""A problem line of a PlanError: its field path (or <plan>), then what is wrong."""
+PROBLEM = re.compile(r"^  ([A-Za-z_][\w.\[\]=-]*: \S|[a-z][^:]*[ :])")
+"""A problem line of a PlanError: its field path, then what is wrong; or, for the plan as a
+whole, what is wrong alone (lowercase words, never a literal `<plan>`)."""
 
 numbers = st.one_of(
     st.integers(min_value=-5, max_value=40),

@@ -149,11 +149,12 @@ def test_problems_are_gathered_not_first_only(demo_data: dict[str, Any]) -> None
 
 
 def test_empty_and_non_mapping_documents() -> None:
-    assert problems_of(None) == ["<plan>: the plan is empty"]
-    assert problems_of([1, 2]) == ["<plan>: not a YAML mapping (a list of 2 items): not a plan"]
+    """The plan as a whole: the problem alone, the error's head names the file (#44: never
+    a literal `<plan>`)."""
+    assert problems_of(None) == ["the plan is empty"]
+    assert problems_of([1, 2]) == ["not a YAML mapping (a list of 2 items): not a plan"]
     assert problems_of({"notes": "my password is hunter2"}) == [
-        "<plan>: a YAML mapping with none of a plan's keys (campaign, factors, seeds, metric): "
-        "not a plan"
+        "a YAML mapping with none of a plan's keys (campaign, factors, seeds, metric): not a plan"
     ]
 
 
