@@ -97,12 +97,13 @@ def _seeds_line(plan: Plan) -> str:
 def _validate(args: argparse.Namespace) -> int:
     from ablations.plan.io import load_plan
     from ablations.plan.model import plan_hash
+    from ablations.plan.runs import cost_warnings
 
     # Found and read, not imported: validate answers in a fraction of a second, without
     # torch; a module that fails as it imports is named by `ablate run`'s preflight.
     plan = load_plan(args.plan, workload="find")
     print(f"{args.plan}: valid")
-    for warning in plan.pilot_warnings() + plan.decision_warnings():
+    for warning in plan.pilot_warnings() + plan.decision_warnings() + cost_warnings(plan):
         print(f"warning: {warning}", file=sys.stderr)
     print(_summary(plan, plan_hash(plan)))
     return EXIT_OK
@@ -112,7 +113,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     from ablations.plan.io import load_plan
     from ablations.plan.model import plan_hash
-    from ablations.plan.runs import planned_runs
+    from ablations.plan.runs import cost_warnings, planned_runs
     from ablations.text.units import hours, usd
 
     plan = load_plan(args.plan)
@@ -185,7 +186,7 @@ def _plan(args: argparse.Namespace) -> int:
     )
     for line in assessment.sizing.lines() if assessment.sizing else []:
         print(line)
-    warnings = plan.pilot_warnings() + plan.decision_warnings()
+    warnings = plan.pilot_warnings() + plan.decision_warnings() + cost_warnings(plan)
     if assessment.sizing is not None and assessment.sizing.warning():
         warnings.append(str(assessment.sizing.warning()))
     for warning in warnings:

@@ -53,6 +53,39 @@ def variants(plan: Plan) -> list[Variant]:
     return out
 
 
+def cost_warnings(plan: Plan, *, shown: int = 4) -> list[str]:
+    """What the decision does with the costs the plan declares (`control.cost`, each level's
+    `cost`), when that is not what declaring them suggests: some declared but not all (the
+    non-inferiority rule then compares every candidate by measured step time, the declared
+    costs set aside), or costs under a rule that compares none."""
+    declared = [CONTROL] if plan.control.cost is not None else []
+    missing = [] if declared else [CONTROL]
+    for name, factor in plan.factors.items():
+        for level in factor.levels:
+            named = variant_name({name: level.value})
+            (declared if level.cost is not None else missing).append(named)
+    missing += [variant_name(dict(i.set)) for i in plan.interactions]  # no cost of their own
+    if not declared:
+        return []
+    rule = plan.metric.decision_rule
+    if rule != "non_inferiority":
+        return [
+            f"costs are declared ({', '.join(declared[:shown])}), but metric.decision_rule "
+            f"{rule.replace('_', '-')} compares no costs: only non-inferiority names the "
+            "cheapest variant not usefully worse"
+        ]
+    if not missing:
+        return []
+    more = f" and {len(missing) - shown} more" if len(missing) > shown else ""
+    return [
+        f"costs are declared for {len(declared)} of {len(declared) + len(missing)} variants "
+        f"(the control counted), not for {', '.join(missing[:shown])}{more}: whenever one of "
+        "those is among the variants not usefully worse, the decision compares them all by "
+        "measured step time (the median over accepted main runs), not by the declared costs. "
+        "Declare a cost for the control and every level, or none"
+    ]
+
+
 class _ParamsJson:
     """Renders variants' parameters as `json.dumps(sort_keys=True)` does, from the control's
     parameters rendered once: each variant only swaps in its overrides, so a plan of 10^4
