@@ -161,6 +161,52 @@ def code_line(plan: Plan, cwd: Path | None = None) -> str:
     return "the installed ablate package's (its version and commit are recorded)"
 
 
+def unhashed_imports(plan: Plan, cwd: Path | None = None) -> list[str]:
+    """Modules the hashed Python files import from outside the hashed code, an installed
+    library's and the standard library's aside (a helper in a sibling checkout, on
+    PYTHONPATH or installed editable): an edit to one would not change the code's hash.
+    As `module (path)`; none for a built-in workload."""
+    import ast
+    import sys
+    import sysconfig
+
+    cwd = (cwd or Path.cwd()).resolve()
+    declared = plan.workload.code
+    roots = _outermost(
+        [(cwd / given).resolve() for given in declared]
+        if declared is not None
+        else default_roots(plan, cwd)
+    )
+    if not roots:
+        return []
+    installed = {Path(p).resolve() for p in sysconfig.get_paths().values() if p}
+    installed |= {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    imported: set[str] = set()
+    for root in roots:
+        for path, _ in _files(root, None):
+            if path.suffix != ".py" or path.stat().st_size > MAX_FILE_BYTES:
+                continue
+            try:
+                tree = ast.parse(path.read_bytes(), str(path))
+            except (SyntaxError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    imported |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    imported.add(node.module.split(".")[0])
+    found = []
+    ours = {"ablations", "ablate_report"}  # the package's own: its version records them
+    for name in sorted(imported - set(sys.stdlib_module_names) - ours):
+        origin = _module_root(name)
+        if origin is None or any(r == origin or r in origin.parents for r in roots):
+            continue
+        if any(p == origin or p in origin.parents for p in installed):
+            continue  # an installed library: its version, not its files, is what matters
+        found.append(f"{name} ({_shown(origin, cwd)})")
+    return found
+
+
 def default_roots(plan: Plan, cwd: Path) -> list[Path]:
     """The command's script's folder, or the package folder of each user module named."""
     workload = plan.workload

@@ -80,6 +80,19 @@ def _code_line(plan: Plan) -> str:
     return code_line(plan)
 
 
+def _unhashed_warnings(plan: Plan) -> list[str]:
+    """The user's code importing modules from outside what its hash covers."""
+    from ablations.campaign.code import unhashed_imports
+
+    outside = unhashed_imports(plan)
+    if not outside:
+        return []
+    return [
+        f"the workload's code imports {', '.join(outside)} from outside the code its hash "
+        "covers: an edit there would not be seen; add it to workload.code"
+    ]
+
+
 def _seeds_line(plan: Plan) -> str:
     from ablations.plan.design import spending_words
 
@@ -103,7 +116,12 @@ def _validate(args: argparse.Namespace) -> int:
     # torch; a module that fails as it imports is named by `ablate run`'s preflight.
     plan = load_plan(args.plan, workload="find")
     print(f"{args.plan}: valid")
-    for warning in plan.pilot_warnings() + plan.decision_warnings() + cost_warnings(plan):
+    for warning in [
+        *plan.pilot_warnings(),
+        *plan.decision_warnings(),
+        *cost_warnings(plan),
+        *_unhashed_warnings(plan),
+    ]:
         print(f"warning: {warning}", file=sys.stderr)
     print(_summary(plan, plan_hash(plan)))
     return EXIT_OK

@@ -245,3 +245,27 @@ def test_a_folder_an_earlier_release_registered_is_compared_by_its_rule(
     (project / "notes.md").write_text("edited: other code by the earlier rule\n")
     with pytest.raises(CampaignConflictError, match="whose runs trained with other code"):
         register(text, out)
+
+
+def test_a_module_imported_from_outside_the_hashed_code_is_named(
+    tmp_path: Path, project: Path, demo_data: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A helper on PYTHONPATH (a sibling checkout, an editable install) is code the hash does
+    not cover: validate names it. Installed libraries, the standard library, the script's own
+    folder and ablate's helper are not named."""
+    shared = tmp_path / "shared"
+    (shared / "helperlib").mkdir(parents=True)
+    (shared / "helperlib" / "__init__.py").write_text("")
+    (shared / "loose.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(shared))
+    (project / "train.py").write_text(
+        "import json, yaml\nimport ablate_report\nfrom lib import model\nimport helperlib\n"
+    )
+    plan = plan_of(command_plan(demo_data))
+    assert code_module.unhashed_imports(plan, tmp_path) == ["helperlib (shared/helperlib)"]
+    (project / "lib" / "model.py").write_text("from loose import X\n")
+    assert code_module.unhashed_imports(plan, tmp_path) == [
+        "helperlib (shared/helperlib)", "loose (shared)"
+    ]  # fmt: skip
+    declared = plan_of(command_plan(demo_data, code=["proj", "shared"]))
+    assert code_module.unhashed_imports(declared, tmp_path) == []
