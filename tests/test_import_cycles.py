@@ -74,7 +74,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ablations.byo", "ablations.preflight"),
     # the public face (`ablations/__init__`: the names a user's code imports, from the layers
     # below) and the old paths of moved public modules, kept for a release with a warning
-    ("ablations", "ablations.workload", "ablations.preemption"),
+    ("ablations", "ablations.workload", "ablations.preemption", "ablations.records"),
     # the worker process per slot and its jobs; a work pool's hosts
     ("ablations.workers", "ablations.pool"),
     ("ablations.probe",),

@@ -39,6 +39,7 @@ PUBLIC = {
 MOVED = {
     "ablations.workload": "ablations.run.workload",
     "ablations.preemption": "ablations.process.preemption",
+    "ablations.records": "ablations.run.records",
 }
 """Old paths of public modules (`git log --stat`: moved in 921222f) -> where they are now."""
 
