@@ -290,7 +290,46 @@ def workload_module_problem(entry: str, field: str = "workload.entry") -> Proble
         return Problem(field, f"module {module_name!r} does not parse{where}: {defined.msg}", entry)
     if attr and attr not in defined:
         return Problem(field, f"module {module_name!r} has no {attr!r}", entry)
+    missing = _missing_imports(found.origin)
+    if missing:
+        return Problem(
+            field,
+            f"module {module_name!r} imports {', '.join(map(repr, missing))}, which cannot be "
+            "found here (not installed? an adapter's extra: pip install 'ablate[lightning]' or "
+            "'ablate[hf]')",
+            entry,
+        )
     return None
+
+
+def _missing_imports(origin: str | None) -> list[str]:
+    """The top-level packages a source file imports unconditionally (at its top level, not
+    inside `try` or `if`) that cannot be found: what importing it would fail on first."""
+    import ast
+    import sys
+
+    if origin is None or not origin.endswith(".py"):
+        return []
+    try:
+        tree = ast.parse(Path(origin).read_bytes(), origin)
+    except (SyntaxError, OSError, ValueError):
+        return []
+    named: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            named += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            named.append(node.module.split(".")[0])
+    missing = []
+    for name in dict.fromkeys(named):
+        if name in sys.stdlib_module_names or name == "__future__":
+            continue
+        try:
+            if importlib.util.find_spec(name) is None:
+                missing.append(name)
+        except (ImportError, ValueError):
+            missing.append(name)
+    return missing
 
 
 def _source_names(origin: str | None) -> set[str] | SyntaxError | None:

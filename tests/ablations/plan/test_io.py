@@ -52,3 +52,20 @@ def test_a_missing_name_and_a_syntax_error_are_named(package: Path) -> None:
     assert problem.message.startswith("module 'userpkg.model' does not parse (line 2)")
     assert workload_module_problem("userpkg.absent:Net") is not None
     assert "userpkg.model" not in sys.modules
+
+
+def test_a_dependency_that_is_not_installed_is_named(package: Path) -> None:
+    """What importing it would fail on first (a missing extra, say), found without importing:
+    an unconditional top-level import that cannot be found. One inside `try` is optional."""
+    (package / "model.py").write_text(
+        "import json\nimport yaml\nfrom no_such_framework.core import Module\n"
+        "try:\n    import no_such_accelerator\nexcept ImportError:\n    pass\n"
+        "class Net(Module): ...\n"
+    )
+    problem = workload_module_problem("userpkg.model:Net")
+    assert problem is not None
+    assert problem.message.startswith(
+        "module 'userpkg.model' imports 'no_such_framework', which cannot be found here"
+    )
+    (package / "model.py").write_text("import json\nimport yaml\nclass Net: ...\n")
+    assert workload_module_problem("userpkg.model:Net") is None
