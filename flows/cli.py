@@ -176,22 +176,15 @@ def run_command(args: argparse.Namespace) -> int:
             raise
 
 
-GATE_SERVER_TIMEOUT_S = 3.0
-"""How long `--gate ui` waits for the configured server's answer before refusing: a server
-that takes longer to answer `/health` is not one a user will answer a gate in."""
-
-
 def refuse_unanswerable_gate(flag: str | None, plan: Plan, out_dir: Path) -> None:
     """Refuse, before anything starts, a UI gate nobody could answer: the temporary server of
     a local `ablate run` serves no UI (Prefect's ephemeral server; it ends with the command),
     so without a configured server (PREFECT_API_URL, in the environment or the Prefect
     profile) the campaign would idle its slots for `gate.timeout_minutes` waiting. A folder
-    whose gate was decided asks nothing again."""
+    whose gate was decided asks nothing again. A configured server that does not answer is
+    `require_configured_api`'s refusal (exit 1), as for any campaign."""
     if (flag or plan.gate.mode) != "ui" or (out_dir / GATE).exists():
         return
-    import urllib.error
-    import urllib.request
-
     from prefect.settings import get_current_settings
 
     given = "--gate ui" if flag else "the plan's gate.mode: ui"
@@ -203,17 +196,6 @@ def refuse_unanswerable_gate(flag: str | None, plan: Plan, out_dir: Path) -> Non
             "export PREFECT_API_URL=http://127.0.0.1:4200/api), or run `ablate serve` and start "
             "the campaign from the UI"
         )
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=GATE_SERVER_TIMEOUT_S):
-            pass
-    except urllib.error.HTTPError:
-        pass  # it answers (a server behind authentication may refuse an anonymous health check)
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise GateUnanswerable(
-            f"{given} asks in the Prefect UI of PREFECT_API_URL={url}, which does not answer "
-            f"({reason}): start that server, or set PREFECT_API_URL to one that runs"
-        ) from exc
 
 
 def _save_on_sigterm(plan: Plan, out_dir: Path, opened: list[LocalSlots]) -> None:

@@ -18,7 +18,6 @@ from ablations.errors import GateUnanswerable
 from ablations.files.names import GATE
 from ablations.plan.io import plan_from_text
 from flows.cli import refuse_unanswerable_gate
-from flows.local_server import TemporaryServer
 from tests.conftest import DEMO_PLAN, ROOT
 
 
@@ -76,30 +75,31 @@ def _api_url(url: str | None) -> AbstractContextManager[object]:
     return temporary_settings(updates={PREFECT_API_URL: url})
 
 
-def test_a_configured_server_that_does_not_answer_is_refused_naming_it(tmp_path: Path) -> None:
+def test_a_configured_server_that_does_not_answer_ends_the_run_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its UI could not be opened either: the run ends before it starts, exit 1, one line."""
     url = f"http://127.0.0.1:{_closed_port()}/api"
-    plan = plan_from_text(_plan("ui", tmp_path).read_text(), "plan.yaml")
-    with (
-        _api_url(url),
-        pytest.raises(GateUnanswerable, match=f"PREFECT_API_URL={url}, which does not answer"),
-    ):
-        refuse_unanswerable_gate(None, plan, tmp_path / "out")
+    monkeypatch.setenv("PREFECT_API_URL", url)
+    out = tmp_path / "out"
+    result = _ablate_run(_plan("auto", tmp_path), out, "--gate", "ui")
+    assert result.returncode == 1, result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert f"PREFECT_API_URL={url} does not answer" in line
+    assert not out.exists()
 
 
 def test_what_is_not_refused(tmp_path: Path) -> None:
     """An automatic gate (the flag overrides the plan), a gate already decided in the folder
-    (a rerun asks nothing), and a UI gate with a running server."""
+    (a rerun asks nothing), and a UI gate with a server configured."""
     plan = plan_from_text(_plan("ui", tmp_path).read_text(), "plan.yaml")
     decided = tmp_path / "decided"
     decided.mkdir()
     (decided / GATE).write_text("{}")
-    refuse_unanswerable_gate("auto", plan, tmp_path / "out")
-    refuse_unanswerable_gate(None, plan, decided)
-    with _api_url(None), pytest.raises(GateUnanswerable):  # the same call, no server: refused
-        refuse_unanswerable_gate("ui", plan, tmp_path / "out")
-    server = TemporaryServer()
-    try:
-        with _api_url(server.wait_ready(90)):
+    with _api_url(None):
+        refuse_unanswerable_gate("auto", plan, tmp_path / "out")
+        refuse_unanswerable_gate(None, plan, decided)
+        with pytest.raises(GateUnanswerable):  # the same call, no server: refused
             refuse_unanswerable_gate("ui", plan, tmp_path / "out")
-    finally:
-        server.stop()
+    with _api_url("http://127.0.0.1:4200/api"):
+        refuse_unanswerable_gate("ui", plan, tmp_path / "out")
