@@ -15,7 +15,7 @@ import yaml
 from ablations.errors import PlanError, Problem
 from ablations.plan.model import Plan, parse_plan
 from ablations.plan.runs import require_caps
-from ablations.plan.section import outside_limits
+from ablations.plan.section import ParamLimits, outside_limits
 
 MAX_PLAN_BYTES = 1 << 20
 """A plan is a page of YAML; a megabyte is already absurd and keeps parsing instant."""
@@ -392,15 +392,22 @@ def workload_problems(
     return [p for field, entry in named if (p := check(entry, field)) is not None]
 
 
-def param_limit_problems(plan: Plan) -> list[Problem]:
+def param_limit_problems(plan: Plan, *, import_it: bool = True) -> list[Problem]:
     """The control's and each level's params outside the bounds the workload class declares
-    (`PARAM_LIMITS`, `plan.section.ParamLimits`); none when it declares none. Imports the
-    workload's module: for the commands that import it anyway (validate, plan)."""
+    (`PARAM_LIMITS`, `plan.section.ParamLimits`); none when it declares none. From the
+    imported module (`import_it`: the commands that import it anyway, plan), else read from
+    its source where it is written as constants (validate, a local run's admission: no torch;
+    limits only running could tell are the workload's own check, before it allocates)."""
     module_name, _, attr = plan.workload.entry.partition(":")
-    try:
-        limits = getattr(getattr(importlib.import_module(module_name), attr), "PARAM_LIMITS", {})
-    except Exception:  # reported by workload_problems
+    limits = None if import_it else _source_limits(module_name, attr)
+    if limits is None and not import_it:
         return []
+    if limits is None:
+        try:
+            module = importlib.import_module(module_name)
+            limits = getattr(getattr(module, attr), "PARAM_LIMITS", {})
+        except Exception:  # reported by workload_problems
+            return []
     named = [
         *(
             (f"workload.params.{k}", k, v)
@@ -421,6 +428,77 @@ def param_limit_problems(plan: Plan) -> list[Problem]:
     ]
 
 
+def _source_limits(module_name: str, attr: str) -> ParamLimits | None:
+    """Class `attr`'s `PARAM_LIMITS` as its module's source writes it (numbers, tuples, a
+    dict, `<<` and arithmetic, module-level constants), `{}` when it declares none, or None
+    when only importing the module can tell (a base class, an expression, no source)."""
+    import ast
+    import operator
+
+    try:
+        spec = importlib.util.find_spec(module_name)
+        origin = spec.origin if spec is not None else None
+        if origin is None or not origin.endswith(".py"):
+            return None
+        tree = ast.parse(Path(origin).read_bytes(), origin)
+    except (ImportError, ValueError, SyntaxError, OSError):
+        return None
+    operators = {
+        ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.FloorDiv: operator.floordiv,
+    }  # fmt: skip
+    constants: dict[str, object] = {}
+
+    def value(node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float | str):
+            return node.value
+        if isinstance(node, ast.Name):
+            return constants[node.id]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in operators:
+            return operators[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.Tuple):
+            return tuple(value(item) for item in node.elts)
+        if isinstance(node, ast.Dict):
+            keys = [k for k in node.keys if k is not None]  # None: a `**mapping`
+            if len(keys) == len(node.keys):
+                return {value(k): value(v) for k, v in zip(keys, node.values, strict=True)}
+        raise ValueError(ast.dump(node))
+
+    def assigned(node: ast.stmt) -> tuple[str, ast.expr] | None:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, expr = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, expr = node.target, node.value
+        else:
+            return None
+        return (target.id, expr) if isinstance(target, ast.Name) else None
+
+    found: ast.ClassDef | ast.FunctionDef | None = None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == attr:
+            found = node
+        elif (named := assigned(node)) is not None:
+            try:
+                constants[named[0]] = value(named[1])
+            except (ValueError, KeyError, TypeError, ArithmeticError):
+                constants.pop(named[0], None)  # not a constant: a later use cannot be read
+    if isinstance(found, ast.FunctionDef):
+        return {}  # a function entry (an hf_trainer's) declares no limits
+    if found is None or found.bases or found.decorator_list:
+        return None
+    for node in found.body:
+        named = assigned(node)
+        if named is not None and named[0] == "PARAM_LIMITS":
+            try:
+                limits = value(named[1])
+            except (ValueError, KeyError, TypeError, ArithmeticError):
+                return None
+            return limits if isinstance(limits, dict) else None
+    return {}
+
+
 def load_plan(path: str | Path, *, workload: WorkloadCheck = "import") -> Plan:
     """Read and validate the plan, then check every module its workload names: `import`
     them (plan), only `find` them and read their source for the name (validate, and a command
@@ -433,8 +511,8 @@ def load_plan(path: str | Path, *, workload: WorkloadCheck = "import") -> Plan:
     if workload != "skip":  # a plan to run (not a registered one read back)
         problems = plan.pilot_problems()
         problems += workload_problems(plan.workload.named_imports, import_them=workload == "import")
-        if workload == "import" and not problems:
-            problems = param_limit_problems(plan)
+        if workload != "skip" and not problems:
+            problems = param_limit_problems(plan, import_it=workload == "import")
         if problems:
             raise PlanError(problems, source)
     return plan

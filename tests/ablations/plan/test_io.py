@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ablations.plan.io import workload_module_problem
+from ablations.plan.io import _source_limits, workload_module_problem
 
 
 @pytest.fixture
@@ -69,3 +69,32 @@ def test_a_dependency_that_is_not_installed_is_named(package: Path) -> None:
     )
     (package / "model.py").write_text("import json\nimport yaml\nclass Net: ...\n")
     assert workload_module_problem("userpkg.model:Net") is None
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["ablations.workloads.digits:DigitsWorkload", "ablations.workloads.charlm:CharLMWorkload"],
+)
+def test_a_built_in_workloads_limits_read_from_its_source_are_the_imported_ones(
+    entry: str,
+) -> None:
+    """validate reads `PARAM_LIMITS` without importing torch: the same bounds as imported."""
+    import importlib
+
+    module, _, attr = entry.partition(":")
+    read = _source_limits(module, attr)
+    assert read and read == dict(getattr(importlib.import_module(module), attr).PARAM_LIMITS)
+
+
+def test_limits_only_running_could_tell_are_left_to_importing(package: Path) -> None:
+    (package / "model.py").write_text(
+        "import os\nBIG = int(os.environ.get('BIG', 8))\n"
+        "class Net:\n    PARAM_LIMITS = {'width': (1, BIG)}\n"
+        "class Base:\n    PARAM_LIMITS = {'width': (1, 8)}\n"
+        "class Child(Base): ...\n"
+        "class Plain: ...\n"
+    )
+    assert _source_limits("userpkg.model", "Net") is None  # BIG is computed at import
+    assert _source_limits("userpkg.model", "Child") is None  # it may inherit some
+    assert _source_limits("userpkg.model", "Plain") == {}
+    assert "userpkg.model" not in sys.modules
