@@ -34,7 +34,7 @@ def _bomb(levels: int = 7) -> str:
         (
             _set(_set(DEMO, "checkpoint.store", "s3://bucket/p"), "checkpoint.endpoint_url",
                  "https://s3.example.com/?X-Amz-Credential=AKIA"),
-            "checkpoint.endpoint_url", "query",
+            "checkpoint.endpoint_url", "credentials through the environment",
         ),
         (
             _set(_set(DEMO, "checkpoint.store", "s3://bucket/p"), "checkpoint.endpoint_url",
@@ -43,7 +43,8 @@ def _bomb(levels: int = 7) -> str:
         ),
         (_set(DEMO, "resources.max_runs", 3), "resources.max_runs", "above its own resources"),
         (_set(DEMO, "seeds", list(range(60_000))), "seeds", "120000 runs" ),
-        (_set(DEMO, "workload.steps", 10**12), "workload.steps", "above the 1000000 this"),
+        (_set(DEMO, "workload.steps", 10**8), "workload.steps", "above the 1000000 this"),
+        (_set(DEMO, "workload.steps", 10**12), "workload.steps", "or equal to 1000000000"),
     ],
 )  # fmt: skip
 def test_plans_beyond_the_bounds_are_refused(
@@ -63,11 +64,11 @@ def test_plans_beyond_the_bounds_are_refused(
 def test_only_the_process_raises_its_cap_a_plan_only_lowers_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """20 000 runs: over the default cap of 10 000. `resources.max_runs: 1e12` in the plan
+    """20 000 runs: over the default cap of 10 000. `resources.max_runs: 1e9` in the plan
     changes nothing, and validate never says "valid" first; the operator's --max-runs (or
     ABLATE_MAX_RUNS) lets it through."""
     monkeypatch.setenv("ABLATE_MAX_RUNS", "10000")  # undone after: --max-runs installs its own
-    content = _set(_set(DEMO, "seeds", list(range(10_000))), "resources.max_runs", 10**12)
+    content = _set(_set(DEMO, "seeds", list(range(10_000))), "resources.max_runs", 10**9)
     content = _set(content, "factors", {"width": DEMO["factors"]["width"]})
     content["factors"]["width"]["levels"] = content["factors"]["width"]["levels"][:1]
     plan = tmp_path / "plan.yaml"
