@@ -120,6 +120,8 @@ def differences(
     shape = (campaigns, VARIANTS + 1, LOOKS[-1])
     if noise.tails == "t3":
         arms = rng.standard_t(3, size=shape) / math.sqrt(3.0)  # t3 has variance 3
+    elif noise.tails == "lognormal":  # lognormal(0, 1), centred and scaled to variance 1
+        arms = (rng.lognormal(size=shape) - math.exp(0.5)) / math.sqrt((math.e - 1.0) * math.e)
     else:
         arms = rng.standard_normal(shape)
     # the control's share of a u-sized difference, scaled with the smallest variant's SD
@@ -271,9 +273,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--futility-table", action="store_true", help="the futility trade-off")
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument(
+        "--diverging", action="store_true", help="seeds that diverge: flags and their cost"
+    )
     args = parser.parse_args(argv)
     if args.futility_table:
         return futility_table(args)
+    if args.diverging:
+        return diverging(args, design_of(args, args.futility, args.futility_from))
     design = design_of(args, args.futility, args.futility_from)
     start = time.perf_counter()
     missed: list[str] = []
@@ -332,6 +339,169 @@ def main(argv: list[str] | None = None) -> int:
         )
         wrong += sum(c.wrong_sign for c in cells[rule].values())
     goal(wrong == GOALS["wrong_sign"], f"wrong-sign claims: {wrong} == 0")
+    print(
+        f"\n{time.perf_counter() - start:.0f} s, {args.campaigns} campaigns per cell; "
+        f"{len(missed)} goal(s) missed"
+    )
+    return 1 if args.check and missed else 0
+
+
+# Seeds that diverge (`--diverging`): what `ablations.analysis.stability` flags, and what it
+# costs healthy variants.
+SHARES = (0.05, 0.1, 0.2)
+"""Share of a configuration's seeds that diverge (each seed independently)."""
+SHIFTS = (-2.5, -4.0, -6.0)
+"""How far a diverged run lands below the configuration's healthy mean (units of u)."""
+LOGNORMAL = Noise("lognormal", tails="lognormal")
+REPORTED_ONLY = ("t3", "lognormal")
+"""Heavy-tailed healthy cells: their flags are reported, not held to `STABILITY_GOALS`."""
+STABILITY_GOALS = {
+    "healthy_flagged": 0.01,  # per variant over the campaign, normal and unequal noise
+    "caught_10u": 0.95,  # one or two seeds at -10u in view at the variant's last look
+}
+
+
+def diverging_cell(
+    rng: np.random.Generator,
+    design: LookDesign,
+    rule: DecisionRule,
+    margin: float,
+    who: str,
+    share: float,
+    shift: float,
+    campaigns: int,
+) -> tuple[float, float, float, float]:
+    """A cell whose `who` (`variant`: the first two variants; `control`) runs diverge on
+    `share` of their seeds, landing `shift` below the healthy mean, with the mixture's mean
+    kept on `margin` (the diverging configuration's healthy mean moved up to pay for it).
+    Returns (FWER, claims made with a diverged seed in view, healthy variants flagged at any
+    look (NaN when the control diverges: every variant shares its seeds), the others flagged
+    at any look)."""
+    metric = MetricSection(threshold=0.0, useful_effect=U, decision_rule=rule)
+    sick = np.zeros(VARIANTS + 1, dtype=bool)
+    sick[[1, 2] if who == "variant" else [0]] = True
+    arms = rng.standard_normal((campaigns, VARIANTS + 1, LOOKS[-1])) * math.sqrt(0.5)
+    hit = (rng.random(arms.shape) < share) & sick[None, :, None]
+    arms += np.where(hit, shift, 0.0) - np.where(sick, share * shift, 0.0)[None, :, None]
+    diffs = margin + arms[:, 1:] - arms[:, :1]
+    outcome = run_campaigns(design, metric, diffs)
+    claims = outcome.verdict > 0
+    seen = np.arange(LOOKS[-1])[None, None, :] < outcome.seeds[..., None]
+    in_view = ((hit[:, 1:] | hit[:, :1]) & seen).any(axis=-1)
+    false = np.zeros(claims.shape, dtype=bool)
+    for code, name in enumerate(INTERVAL_VERDICTS[1:], start=1):
+        if not TRUE[name](margin):
+            false |= outcome.verdict == code
+    healthy = ~sick[1:] if who == "variant" else np.zeros(VARIANTS, dtype=bool)
+    return (
+        float(false.any(axis=1).mean()),
+        float((claims & in_view).sum() / max(claims.sum(), 1)),
+        float(outcome.flagged[:, healthy].mean()) if healthy.any() else math.nan,
+        float(outcome.flagged[:, ~healthy].mean()),
+    )
+
+
+def caught(
+    rng: np.random.Generator,
+    design: LookDesign,
+    rule: DecisionRule,
+    diverged_seeds: int,
+    shift: float,
+    campaigns: int,
+) -> tuple[float, float, float]:
+    """Variants with a healthy mean at 0 and `diverged_seeds` of their 12 seeds (at random)
+    `shift` below it. Returns (flagged at any look, ended `unstable`, share of variants whose
+    last look had a diverged seed in view): the first two among those in view."""
+    metric = MetricSection(threshold=0.0, useful_effect=U, decision_rule=rule)
+    diffs = differences(rng, campaigns, (0.0,) * VARIANTS, NOISES[0])
+    order = rng.random(diffs.shape).argsort(axis=-1)
+    hit = order < diverged_seeds  # `diverged_seeds` random positions per variant
+    outcome = run_campaigns(design, metric, diffs + np.where(hit, shift, 0.0))
+    seen = np.arange(LOOKS[-1])[None, None, :] < outcome.seeds[..., None]
+    in_view = (hit & seen).any(axis=-1)
+    return (
+        float(outcome.flagged[in_view].mean()),
+        float(outcome.unstable[in_view].mean()),
+        float(in_view.mean()),
+    )
+
+
+def diverging(args: argparse.Namespace, design: LookDesign) -> int:
+    """Healthy variants flagged, diverged seeds caught, and the diverging cells' errors."""
+    start = time.perf_counter()
+    missed: list[str] = []
+
+    def goal(ok: bool, text: str) -> None:
+        print(("ok     " if ok else "MISSED ") + text, flush=True)
+        if not ok:
+            missed.append(text)
+
+    limit = STABILITY_GOALS["healthy_flagged"]
+    print(f"healthy variants flagged (any look; ended unstable), {args.campaigns} campaigns")
+    for i, rule in enumerate(RULES):
+        for margin in MARGINS[rule]:
+            for j, noise in enumerate((*NOISES, LOGNORMAL)):
+                effects = noise.effects(margin) if noise.effects else (margin,) * VARIANTS
+                rng = np.random.default_rng([args.seed, 2, i, j, int(margin) + 1])
+                metric = MetricSection(threshold=0.0, useful_effect=U, decision_rule=rule)
+                diffs = differences(rng, args.campaigns, effects, noise)
+                outcome = run_campaigns(design, metric, diffs)
+                flagged = float(outcome.flagged.mean())
+                text = (
+                    f"flagged {rule} {margin:+.0f}u {noise.name}: {flagged:.2%} "
+                    f"(ended unstable {outcome.unstable.mean():.2%})"
+                )
+                if noise.name in REPORTED_ONLY:
+                    print(f"       {text} (reported)")
+                else:
+                    goal(flagged <= limit, f"{text} <= {limit:.0%}")
+    print("\nseeds at -k u in view at a variant's last look (healthy mean 0)")
+    target = STABILITY_GOALS["caught_10u"]
+    for i, rule in enumerate(RULES):
+        for shift in (-4.0, -6.0, -10.0):
+            for k in (1, 2):
+                rng = np.random.default_rng([args.seed, 3, i, int(-shift), k])
+                flagged, ended, seen = caught(rng, design, rule, k, shift, args.campaigns)
+                text = (
+                    f"caught {rule}, {k} seed(s) at {shift:+.0f}u: flagged {flagged:.1%}, "
+                    f"ended unstable {ended:.1%} (in view in {seen:.0%})"
+                )
+                if shift == -10.0:
+                    goal(flagged >= target, f"{text} >= {target:.0%}")
+                else:
+                    print(f"       {text} (reported)")
+    print(
+        "\ndiverging cells (mean kept on the margin): FWER, claims with a diverged seed in "
+        "view, healthy variants flagged, the diverging ones (or all, when the control "
+        "diverges) flagged"
+    )
+    for i, rule in enumerate(RULES):
+        for margin in MARGINS[rule]:
+            for w, who in enumerate(("variant", "control")):
+                for share in SHARES:
+                    for shift in SHIFTS:
+                        rng = np.random.default_rng(
+                            [
+                                args.seed,
+                                4,
+                                i,
+                                int(margin) + 1,
+                                w,
+                                int(share * 100),
+                                int(-shift * 10),
+                            ]
+                        )
+                        fwer, seen, healthy, sick = diverging_cell(
+                            rng, design, rule, margin, who, share, shift, args.campaigns
+                        )
+                        print(
+                            f"{rule:<16} {margin:+.0f}u {who:<8} {share:>4.0%} at {shift:+.1f}u: "
+                            f"FWER {fwer:6.2%}  in view {seen:6.1%}  healthy flagged "
+                            f"{healthy:6.2%}  diverging flagged {sick:6.1%}".replace(
+                                "nan%", "  - "
+                            ),
+                            flush=True,
+                        )
     print(
         f"\n{time.perf_counter() - start:.0f} s, {args.campaigns} campaigns per cell; "
         f"{len(missed)} goal(s) missed"

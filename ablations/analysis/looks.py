@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_serializer
 
-from ablations.analysis.sequential import Judgement, LookDesign, judge_look
+from ablations.analysis.sequential import DIVERGED, Judgement, LookDesign, judge_look
+from ablations.analysis.stability import named
 from ablations.analysis.verdicts import runs_verdict
 from ablations.plan.design import (
     alpha_of,
@@ -26,6 +27,7 @@ from ablations.plan.design import (
     interim_share_of,
     spending_of,
 )
+from ablations.plan.experiment import MetricSection
 from ablations.plan.model import Plan
 from ablations.plan.variants import CONTROL, PlannedRun, variant_names
 from ablations.run.records import RunRecord
@@ -244,4 +246,23 @@ def judge_recorded_look(
     judged = [v for v in open_now if v not in by_runs]
     diffs = diffs_by_variant(values, judged, sorted(seeds))
     intervals = judge_look(design, look, plan.metric, diffs, claimed) if judged else {}
-    return [by_runs.get(v) or intervals[v] for v in open_now]
+    return [
+        by_runs.get(v)
+        or seeds_named(intervals[v], values[v], values[CONTROL], design.looks, plan.metric)
+        for v in open_now
+    ]
+
+
+def seeds_named(
+    judgement: Judgement,
+    variant: Mapping[int, float],
+    control: Mapping[int, float],
+    looks: tuple[int, ...],
+    metric: MetricSection,
+) -> Judgement:
+    """`judgement` with the seeds it saw diverge named in its note, with their runs' values
+    (`variant`, `control`: metric by seed)."""
+    if not judgement.diverged:
+        return judgement
+    words = named(variant, control, looks, metric) or DIVERGED
+    return judgement.model_copy(update={"note": judgement.note.replace(DIVERGED, words)})

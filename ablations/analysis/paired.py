@@ -20,7 +20,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 from scipy import special
 
-from ablations.analysis.looks import BUDGET_ENDED
+from ablations.analysis.looks import BUDGET_ENDED, seeds_named
 from ablations.analysis.sequential import Judgement, fixed_design, judge_look
 from ablations.analysis.verdicts import interval_verdict, runs_verdict, trimmed_note
 from ablations.plan.experiment import MetricSection
@@ -271,7 +271,11 @@ def _judged_once(
     if most == 0:
         return {}
     design = fixed_design(most, comparisons=len(effects))
-    return judge_look(design, 0, metric, diffs)
+    values = {name: table[name].dropna().to_dict() for name in [control, *diffs]}
+    return {
+        name: seeds_named(judgement, values[name], values[control], design.looks, metric)
+        for name, judgement in judge_look(design, 0, metric, diffs).items()
+    }
 
 
 ACROSS_AN_EDGE = "the adjusted interval crosses an edge of the useful-effect band"
@@ -289,8 +293,8 @@ def _note(effect: Effect, judgement: Judgement) -> str:
         return effect.note  # a single seed or none: no interval to speak of
     if effect.sd == 0.0:
         return effect.note  # every pair moved alike: the interval is a point
-    if judgement.verdict != "inconclusive":
-        return ""
+    if judgement.verdict != "inconclusive" or judgement.diverged:
+        return judgement.note  # its seeds and what they rule out, or the seeds that diverged
     if judgement.seeds_needed:
         return f"{ACROSS_AN_EDGE}; about {judgement.seeds_needed} seeds would decide it"
     return f"{ACROSS_AN_EDGE}; its mean sits on the edge, so more seeds may not decide it"

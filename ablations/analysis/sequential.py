@@ -53,6 +53,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, model_serializer
 from scipy import special
 
+from ablations.analysis import stability
 from ablations.analysis.design import RHO_STEP, LookBoundary, LookDesign, fixed_design
 from ablations.analysis.pooling import own_spreads, shared_correlation
 from ablations.analysis.sizing import seeds_to_decide
@@ -62,6 +63,8 @@ from ablations.plan.design import Spending
 from ablations.plan.experiment import MetricSection
 from ablations.plan.section import Verdict
 
+DIVERGED = "a seed diverged"
+"""A note's words for the seeds `stability` saw diverge (`looks` names them from the runs)."""
 FEW_SEEDS_FUTILITY = 0.5
 """The futility threshold is this share of `LookDesign.futility` at a look with fewer than
 `spending.FEW_SEEDS` seeds."""
@@ -121,13 +124,15 @@ class Judgement(BaseModel):
     mean and spread so far would decide at this design's last level (None while it is open,
     for a claim, and when its mean sits on an edge of the band)."""
     note: str
+    diverged: bool = False
+    """A seed seen to diverge at this look (`stability`): no claim to adopt it on them."""
 
     @model_serializer(mode="wrap")
     def _as_recorded(self, handler: Any) -> dict[str, Any]:
         """Fields added or retired since looks were first recorded are written only when
         set, so an older record is written back byte for byte."""
         data: dict[str, Any] = handler(self)
-        for key in ("pooled", "comparisons", "rho"):
+        for key in ("pooled", "comparisons", "rho", "diverged"):
             if key not in self.model_fields_set:
                 data.pop(key, None)
         return data
@@ -196,6 +201,8 @@ class LookArrays:
     seeds still needed and futility)."""
     boundaries: list[LookBoundary]
     """(campaigns,): the boundary of each campaign's last step at this look."""
+    unstable: np.ndarray
+    """A seed seen to diverge (`stability`): no claim but `worse`, no futility stop."""
 
 
 def claim_chance(
@@ -270,6 +277,7 @@ def judge_arrays(
     sd = np.sqrt(variance)
     if rho is None:
         rho = shared_correlation(diffs)
+    unstable = stability.flagged(diffs, design.looks, metric)  # no claim to adopt on it
     before = np.asarray(claimed, dtype=int)
     here = np.zeros(before.shape, dtype=int)  # claims at this look's earlier steps
     low = np.full(mean.shape, np.nan)
@@ -286,7 +294,7 @@ def judge_arrays(
             step_low, step_high = mean - half, mean + half
         else:
             step_low = step_high = np.full(mean.shape, np.nan)
-        step_verdict = interval_verdicts(step_low, step_high, metric)
+        step_verdict = stability.withheld(interval_verdicts(step_low, step_high, metric), unstable)
         low = np.where(pending, step_low, low)
         high = np.where(pending, step_high, high)
         verdict = np.where(pending, step_verdict, verdict)
@@ -307,7 +315,8 @@ def judge_arrays(
         gain = mean if metric.direction == "maximize" else -mean
         chance = claim_chance(gain, sd, n, design, last_level[:, None], metric)
         threshold = design.futility * (FEW_SEEDS_FUTILITY if n < FEW_SEEDS else 1.0)
-        futile = ~claim & (chance < threshold)
+        suspect = stability.flagged(diffs, design.looks, metric, stability.SUSPECT)
+        futile = ~claim & ~suspect & ~unstable & (chance < threshold)
     decided = claim | futile | final
     return LookArrays(
         mean=mean,
@@ -322,6 +331,7 @@ def judge_arrays(
         comparisons=comparisons,
         last_level=last_level,
         boundaries=boundaries,
+        unstable=unstable,
     )
 
 
@@ -381,6 +391,23 @@ def judge_look(
     return {name: out[name] for name in diffs}
 
 
+def _next(design: LookDesign, look: int) -> int:
+    """Seeds at the look after `look`."""
+    return design.looks[min(look + 1, len(design.looks) - 1)]
+
+
+def stability_words(n: int, unstable: bool) -> str:
+    """What a claim's `n` seeds say about a failure mode: none seen, and what that excludes
+    (`stability.excluded_rate`), or that one was seen."""
+    if unstable:
+        return f"; {DIVERGED}"
+    rate = stability.excluded_rate(n)
+    return (
+        f", none diverged: a failure mode in {rate:.0%} or more of runs is excluded "
+        f"({stability.CONFIDENCE:.0%})"
+    )
+
+
 def _judgement(
     design: LookDesign,
     look: int,
@@ -407,11 +434,22 @@ def _judgement(
         )
     assert mean is not None
     sd = float(arrays.sd[0, j])
-    verdict = INTERVAL_VERDICTS[int(arrays.verdict[0, j])]
+    verdict: Verdict = INTERVAL_VERDICTS[int(arrays.verdict[0, j])]
     futile = bool(arrays.futile[0, j])
     seeds_needed = None
+    unstable = bool(arrays.unstable[0, j])
     if verdict != "inconclusive":
-        note = f"{verdict} at look {look + 1} ({n} seeds)"
+        note = f"{verdict} at look {look + 1} ({n} seeds)" + stability_words(n, unstable)
+    elif unstable and final:
+        verdict = "unstable"
+        note = (
+            f"unstable: {DIVERGED}; no claim at the last look ({n} seeds): {stability.WHAT_TO_DO}"
+        )
+    elif unstable:
+        note = (
+            f"open: {DIVERGED}; no claim at look {look + 1}, continues to "
+            f"{_next(design, look)} seeds"
+        )
     else:
         if final or futile:  # it ends inconclusive: say what deciding it would take
             gain = mean if metric.direction == "maximize" else -mean
@@ -426,7 +464,7 @@ def _judgement(
                 f"{design.max_seeds} seeds; would need {need} seeds"
             )
         else:
-            note = f"open: continues to {design.looks[look + 1]} seeds"
+            note = f"open: continues to {_next(design, look)} seeds"
     return Judgement(
         variant=name,
         look=look,
@@ -445,4 +483,5 @@ def _judgement(
         futile=futile,
         seeds_needed=seeds_needed,
         note=note,
+        **({"diverged": True} if unstable else {}),
     )

@@ -44,6 +44,10 @@ class Outcome:
     """Seeds the variant ran (the look that decided it)."""
     futile: np.ndarray
     """Stopped early by futility."""
+    flagged: np.ndarray
+    """Seen to diverge at any look it was judged at (`stability`)."""
+    unstable: np.ndarray
+    """Seen to diverge at the look that ended it without a claim: it ends `unstable`."""
 
 
 def run_campaigns(design: LookDesign, metric: MetricSection, diffs: np.ndarray) -> Outcome:
@@ -54,6 +58,8 @@ def run_campaigns(design: LookDesign, metric: MetricSection, diffs: np.ndarray) 
     verdict = np.zeros((campaigns, variants), dtype=int)
     seeds = np.zeros((campaigns, variants), dtype=int)
     futile = np.zeros((campaigns, variants), dtype=bool)
+    flagged = np.zeros((campaigns, variants), dtype=bool)
+    unstable = np.zeros((campaigns, variants), dtype=bool)
     claimed = np.zeros(campaigns, dtype=int)
     bits = 1 << np.arange(variants)
     for look, n in enumerate(design.looks):
@@ -72,13 +78,15 @@ def run_campaigns(design: LookDesign, metric: MetricSection, diffs: np.ndarray) 
                 ended = rows[done]
                 verdict[ended, col] = judged.verdict[done, j]
                 futile[ended, col] = judged.futile[done, j]
+                flagged[rows, col] |= judged.unstable[:, j]
+                unstable[ended, col] = judged.unstable[done, j] & (judged.verdict[done, j] == 0)
                 seeds[ended, col] = n
                 open_[ended, col] = False
                 claims[rows] += done & (judged.verdict[:, j] > 0)
         claimed += claims
         if not open_.any():
             break
-    return Outcome(verdict=verdict, seeds=seeds, futile=futile)
+    return Outcome(verdict=verdict, seeds=seeds, futile=futile, flagged=flagged, unstable=unstable)
 
 
 def equal_noise_differences(

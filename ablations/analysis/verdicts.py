@@ -28,6 +28,9 @@ this order:
    | -u < lo < u <= hi              | inconclusive | not worse       | inconclusive |
    | lo <= -u < hi                  | inconclusive | inconclusive    | inconclusive |
 
+   A variant with a seed seen to diverge (`ablations.analysis.stability`) gets no `better`,
+   `not worse` or `equivalent` at that look; one still so at its last look is `unstable`.
+
    Superiority asks "usefully better?": anything short of lo >= u is not adopted, and an
    interval wholly inside the band is called `equivalent` (shown not to matter). Non-inferiority
    asks only "not usefully worse?": the lower end above -u suffices. Equivalence asks

@@ -21,6 +21,7 @@ Verdict = Literal[
     "worse",
     "equivalent",
     "inconclusive",
+    "unstable",
     "fails threshold",
     "diverges",
     "input truncated",

@@ -138,7 +138,7 @@ def _non_inferiority(inputs: ReportInputs, effects: Sequence[Effect]) -> str:
     end, side = _near_end(m)
     candidates = [e for e in effects if e.verdict in ADOPTABLE and not e.from_pilot]
     if not candidates:
-        undecided = any(e.verdict == "inconclusive" for e in effects)
+        undecided = any(e.verdict in ("inconclusive", "unstable") for e in effects)
         return (
             f"Keep the control{' for now' if undecided else ''}: no variant is shown not "
             f"usefully worse than it (no adjusted interval's {end} lies {side})."

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ablations.analysis.flips import ErrorAnalysis
 from ablations.analysis.paired import Effect, run_reason
+from ablations.analysis.stability import WHAT_TO_DO
 from ablations.files.names import CURVES_PNG, EFFECTS_PNG, PER_CLASS_PNG, TIMELINE_PNG
 from ablations.report.decision import decision_reached, evidence_table
 from ablations.report.inputs import ReportInputs, ReportRun
@@ -185,11 +186,18 @@ def _findings_section(inputs: ReportInputs) -> list[str]:
                     variant,
                     f"**{effect.label}**" if effect else "not reached",
                     effect.note if effect else "",
-                    (factor.next_decision(variant, verdict) or "-") if verdict else "-",
+                    (factor.next_decision(variant, verdict) or _default_next(verdict))
+                    if verdict
+                    else "-",
                 ]
             )
         out += [table(["Level", "Variant", "Verdict", "Why", "Next decision"], rows), ""]
     return out
+
+
+def _default_next(verdict: str) -> str:
+    """The next decision where the plan names none: what to do with an `unstable` variant."""
+    return WHAT_TO_DO if verdict == "unstable" else "-"
 
 
 def _not_accepted_section(runs: Sequence[ReportRun]) -> list[str]:

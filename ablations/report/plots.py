@@ -53,6 +53,7 @@ VERDICT_STYLE: dict[str, tuple[str, str]] = {
     "equivalent": ("o", "tab:blue"),
     "worse": ("o", "tab:red"),
     "inconclusive": ("o", "tab:gray"),
+    "unstable": ("x", "tab:purple"),
     "fails threshold": ("v", "tab:orange"),
     "diverges": ("X", "tab:red"),
     "input truncated": ("s", "tab:brown"),

@@ -169,6 +169,14 @@ def test_a_rejected_run_shows_its_metric_and_threshold(tmp_path: Path) -> None:
     assert "acceptance check" not in markdown
 
 
+def why(verdict: str) -> str:
+    """A claim's note on the synthetic campaign's 3 seeds: what they rule out (issue 53)."""
+    return (
+        f"{verdict} at look 1 (3 seeds), none diverged: a failure mode in 63% or more of runs "
+        "is excluded (95%)"
+    )
+
+
 @pytest.mark.parametrize("rule", ["superiority", "non_inferiority"])
 def test_findings_list_hypothesis_levels_verdict_and_next_decision(
     tmp_path: Path, rule: str
@@ -189,11 +197,11 @@ def test_findings_list_hypothesis_levels_verdict_and_next_decision(
     markdown = render_report(built)
     assert "**Hypothesis.** Only depth matters." in markdown
     assert "Hypothesis: A narrower net is as accurate." in markdown
-    assert "| 128 | width=128 | **better** |  | use width 128 |" in markdown
-    assert "| 1 | depth=1 | **worse** |  | keep the control's value |" in markdown
+    assert f"| 128 | width=128 | **better** | {why('better')} | use width 128 |" in markdown
+    assert f"| 1 | depth=1 | **worse** | {why('worse')} | keep the control's value |" in markdown
     expected = "use width 16" if rule == "non_inferiority" else "drop it"  # campaign-wide
     verdict = "not worse" if rule == "non_inferiority" else "equivalent"
-    assert f"| 16 | width=16 | **{verdict}** |  | {expected} |" in markdown
+    assert f"| 16 | width=16 | **{verdict}** | {why(verdict)} | {expected} |" in markdown
 
 
 def test_next_decisions_apply_to_the_level_the_verdict_is_about(tmp_path: Path) -> None:
@@ -206,8 +214,8 @@ def test_next_decisions_apply_to_the_level_the_verdict_is_about(tmp_path: Path) 
     }
     built = inputs(tmp_path, metric__decision_rule="non_inferiority", factors__width=width)
     markdown = render_report(built)
-    assert "| 16 | width=16 | **not worse** |  | use width 16 |" in markdown
-    assert "| 128 | width=128 | **better** |  | adopt 128 if it fits |" in markdown
+    assert f"| 16 | width=16 | **not worse** | {why('not worse')} | use width 16 |" in markdown
+    assert f"| 128 | width=128 | **better** | {why('better')} | adopt 128 if it fits |" in markdown
     assert "use width 16 |" not in markdown.split("| 128 | width=128 |")[1].split("\n")[0]
 
 
