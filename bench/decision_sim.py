@@ -28,6 +28,12 @@ true effect, boundary claims false (`better` needs effect > u, `worse` < -u, `no
     nice .venv/bin/python bench/decision_sim.py --check       # 20 000 campaigns per cell
     nice .venv/bin/python bench/decision_sim.py --futility-table  # the futility trade-off
     nice .venv/bin/python bench/decision_sim.py --campaigns 2000  # a quicker look
+    nice .venv/bin/python bench/decision_sim.py --diverging --check  # seeds that diverge
+
+`--diverging` measures `ablations.analysis.stability`: healthy variants flagged (goal at most
+1% per variant in the normal and unequal-noise cells), one or two seeds 10u down caught (goal
+95% of the campaigns where they are in view at the variant's last look), and the diverging
+cells' false claims (reported; no rule on n seeds can bound them).
 
 `--check` exits 1 when any goal of issues 34 and 53 is missed (`GOALS`; none is relaxed
 inside).

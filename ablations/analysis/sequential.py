@@ -38,6 +38,9 @@ more):
   one on it (about 1 in a million such variants was stopped at 3 seeds with 10%; 0 in 8
   million with 5%), and the seeds this costs are won back by `haybittle_peto` spending.
 
+A variant with a seed seen to diverge (`stability`) gets no `better`, `not worse` or
+`equivalent` at that look and no futility stop; one still so at its last look is `unstable`.
+
 `judge_arrays` judges many campaigns at once (the simulation and sizing use it);
 `judge_look` is the same code for one campaign, with notes in words.
 """
