@@ -72,6 +72,8 @@ def look_lines(record: LookRecord, metric: str) -> list[str]:
         shown += " pairs: "
         if j.variant in ended:
             shown += "inconclusive, ended by the budget"
+        elif j.diverged:  # the seeds named, and what follows (`analysis.stability`)
+            shown += j.note
         elif j.decided:
             shown += j.verdict + (" (cannot be decided by the last look)" if j.futile else "")
         else:
