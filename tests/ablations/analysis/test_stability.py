@@ -108,6 +108,8 @@ def test_a_look_continues_a_flagged_variant_and_its_last_look_leaves_it_unclaime
     assert at_8["steady"].verdict == "not worse" and at_8["steady"].decided
     assert at_8["collapsed"].verdict == "inconclusive"
     assert not at_8["collapsed"].decided and not at_8["collapsed"].futile
+    assert at_8["collapsed"].model_dump()["diverged"] is True
+    assert "diverged" not in at_8["steady"].model_dump()  # older looks read back unchanged
     more = [*collapsed, 0.01, -0.01, 0.0, 0.02]
     at_12 = judge_look(design, 3, metric(), {"collapsed": more}, claimed=1)
     assert at_12["collapsed"].decided and at_12["collapsed"].verdict == "unstable"
