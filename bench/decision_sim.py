@@ -414,10 +414,10 @@ def caught(
     diverged_seeds: int,
     shift: float,
     campaigns: int,
-) -> tuple[float, float, float]:
+) -> tuple[float, float, int]:
     """Variants with a healthy mean at 0 and `diverged_seeds` of their 12 seeds (at random)
-    `shift` below it. Returns (flagged at any look, ended `unstable`, share of variants whose
-    last look had a diverged seed in view): the first two among those in view."""
+    `shift` below it. Returns (flagged at any look, ended `unstable`, variants whose last look
+    had a diverged seed in view): the first two among those in view."""
     metric = MetricSection(threshold=0.0, useful_effect=U, decision_rule=rule)
     diffs = differences(rng, campaigns, (0.0,) * VARIANTS, NOISES[0])
     order = rng.random(diffs.shape).argsort(axis=-1)
@@ -428,7 +428,7 @@ def caught(
     return (
         float(outcome.flagged[in_view].mean()),
         float(outcome.unstable[in_view].mean()),
-        float(in_view.mean()),
+        int(in_view.sum()),
     )
 
 
@@ -453,9 +453,10 @@ def diverging(args: argparse.Namespace, design: LookDesign) -> int:
                 diffs = differences(rng, args.campaigns, effects, noise)
                 outcome = run_campaigns(design, metric, diffs)
                 flagged = float(outcome.flagged.mean())
+                se = math.sqrt(flagged * (1.0 - flagged) / outcome.flagged.size)
                 text = (
-                    f"flagged {rule} {margin:+.0f}u {noise.name}: {flagged:.2%} "
-                    f"(ended unstable {outcome.unstable.mean():.2%})"
+                    f"flagged {rule} {margin:+.0f}u {noise.name}: {flagged:.2%} (SE {se:.2%}; "
+                    f"ended unstable {outcome.unstable.mean():.2%})"
                 )
                 if noise.name in REPORTED_ONLY:
                     print(f"       {text} (reported)")
@@ -468,9 +469,10 @@ def diverging(args: argparse.Namespace, design: LookDesign) -> int:
             for k in (1, 2):
                 rng = np.random.default_rng([args.seed, 3, i, int(-shift), k])
                 flagged, ended, seen = caught(rng, design, rule, k, shift, args.campaigns)
+                se = math.sqrt(flagged * (1.0 - flagged) / max(seen, 1))
                 text = (
-                    f"caught {rule}, {k} seed(s) at {shift:+.0f}u: flagged {flagged:.1%}, "
-                    f"ended unstable {ended:.1%} (in view in {seen:.0%})"
+                    f"caught {rule}, {k} seed(s) at {shift:+.0f}u: flagged {flagged:.1%} "
+                    f"(SE {se:.1%}), ended unstable {ended:.1%} (in view in {seen} variants)"
                 )
                 if shift == -10.0:
                     goal(flagged >= target, f"{text} >= {target:.0%}")
