@@ -16,7 +16,7 @@ good as its control has not collapsed, however far it lies from its others). The
 one-sided level is `LEVEL` per variant over the whole campaign, split evenly (Bonferroni)
 over the design's looks of `MIN_SEEDS` seeds or more and the steps at each, so a healthy
 variant (normal differences, any spread) is flagged at some look with chance at most about
-`LEVEL` (Rosner's values are approximate; measured at most 0.58% in `bench/decision_sim.py
+`LEVEL` (Rosner's values are approximate; measured at most 0.60% in `bench/decision_sim.py
 --diverging`'s cells).
 
 A flagged variant (`withheld`) gets no `better`, `not worse` or `equivalent` at that look
@@ -52,8 +52,8 @@ LEVEL = 0.01
 SUSPECT = 0.05
 """One-sided level, per look, at which a seed is suspected of diverging: no futility stop on
 that evidence (the next look, with more seeds, can tell). Without it, a seed 10 useful effects
-down among the first 5 was seldom flagged: futility stopped its variant first. It costs about
-0.06 seeds per variant under non-inferiority (`bench/decision_sim.py`)."""
+down among the first 5 was seldom flagged: futility stopped its variant first. It costs
+0.04-0.07 seeds per variant (`bench/decision_sim.py`)."""
 CONFIDENCE = 0.95
 """Confidence of the failure rate a claim's seeds rule out."""
 WHAT_TO_DO = (
