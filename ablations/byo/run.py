@@ -22,6 +22,7 @@ from ablations.byo.session import PREDICTION_COLUMNS, Session
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.errors import Interrupted, MissingMetric, NoUsableRestart, WorkloadError
 from ablations.files.names import run_file_names
+from ablations.run.causes import cause_of_own_write
 from ablations.run.records import (
     CheckpointSummary,
     RunEnvironment,
@@ -62,13 +63,13 @@ def execute(
     except NoUsableRestart as exc:
         stop = Stop(rule="restart", step=exc.step, message=exc.message)
     except Exception as exc:  # a crash of the user's code fails this run, never the caller
-        error = RunError(type=type(exc).__name__, message=str(exc) or repr(exc))
+        error = RunError.of(exc)
         stop = None
     summary = CheckpointSummary()
     try:
         summary = session.close()
     except Exception as exc:
-        error = error or RunError(type=type(exc).__name__, message=str(exc))
+        error = error or RunError.of(exc)
     if session.interrupted_at is not None and error is None:
         section = spec.checkpoint
         saved = session.checkpoints is not None and section is not None and section.on_terminate
@@ -81,8 +82,8 @@ def execute(
         exporting = time.perf_counter()
         try:
             artifacts = write_run_files(Path(spec.out_dir), spec.run_id, session)
-        except Exception as exc:
-            error = error or RunError(type=type(exc).__name__, message=str(exc))
+        except Exception as exc:  # a full disk is the machine's
+            error = error or RunError.of(exc, cause=cause_of_own_write(exc))
         session.timings.export += time.perf_counter() - exporting
     status = run_status(spec, stop, error, metrics)
     return RunRecord(

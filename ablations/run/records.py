@@ -26,6 +26,7 @@ from ablations.plan.rules import StopRules
 from ablations.plan.section import Category, ParamValue
 from ablations.plan.variants import Phase
 from ablations.plan.workload import WorkloadSection
+from ablations.run.causes import FailureCause, cause_of
 from ablations.security.credentials import redact, without_escapes
 
 RunStatus = Literal["accepted", "rejected", "stopped", "failed", "trimmed"]
@@ -88,9 +89,6 @@ def rejection_of(spec: RunSpec, metrics: dict[str, float], step: int) -> Rejecti
     )
 
 
-FailureCause = Literal["workload", "infrastructure"]
-"""workload: the run's own code raised (a rerun would fail the same way); infrastructure: its
-worker process or host was lost (a rerun retries it from its last checkpoint)."""
 INTERRUPTED = "Interrupted"
 """The error type of a run stopped by a SIGTERM (`ablations.process.preemption`): an infrastructure
 cause, resumed by a rerun from the checkpoint it committed at its step."""
@@ -120,6 +118,16 @@ class RunError(Record):
         if lost and "cause" not in data:
             return {**data, "cause": "infrastructure"}
         return data
+
+    @classmethod
+    def of(cls, exc: BaseException, *, cause: FailureCause | None = None) -> RunError:
+        """The error of a run that raised `exc`; its cause classified where it arose
+        (`ablations.run.causes.cause_of`) unless the caller knows it."""
+        return cls(
+            type=type(exc).__name__,
+            message=str(exc) or repr(exc),
+            cause=cause if cause is not None else cause_of(exc),
+        )
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}"

@@ -38,6 +38,7 @@ from ablations.errors import (
     WorkloadError,
 )
 from ablations.process.preemption import TERMINATE
+from ablations.run.causes import cause_of_own_write
 from ablations.run.hooks import CheckpointHook, RunHistory
 from ablations.run.records import (
     INTERRUPTED,
@@ -344,8 +345,8 @@ def execute(
         closing = time.perf_counter()
         try:
             summary = hook.close()
-        except Exception as exc:
-            error = error or _error(exc)
+        except Exception as exc:  # the store's, not the workload's
+            error = error or RunError.of(exc, cause=cause_of_own_write(exc))
         timings.checkpoint += time.perf_counter() - closing
     if interrupted is not None:  # after close: the save at its step is committed, or not
         error = error or interrupted_error(interrupted, summary)
@@ -367,8 +368,8 @@ def execute(
                 last.predictions if last else None,
                 loop.workload.model if keep_model else None,
             )
-        except Exception as exc:
-            error = error or _error(exc)
+        except Exception as exc:  # a full disk is the machine's; bad predictions the workload's
+            error = error or RunError.of(exc, cause=cause_of_own_write(exc))
         timings.export += time.perf_counter() - exporting
     record = RunRecord(
         run_id=spec.run_id,
@@ -430,7 +431,7 @@ def interrupted_error(interrupted: Interrupted, summary: CheckpointSummary) -> R
 
 
 def _error(exc: BaseException) -> RunError:
-    return RunError(type=type(exc).__name__, message=str(exc) or repr(exc))
+    return RunError.of(exc)
 
 
 def _record_pending(loop: RunLoop | None) -> None:

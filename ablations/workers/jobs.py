@@ -94,7 +94,7 @@ def preflight_start(
                 restart = restart_check(spec)
     except Exception as exc:  # a preflight that crashes fails the campaign's preflight, clearly
         return PreflightStart(
-            error=RunError(type=type(exc).__name__, message=str(exc)),
+            error=RunError.of(exc),
             seconds=time.perf_counter() - started,
         )
     return PreflightStart(

@@ -20,12 +20,12 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import BaseModel
 
 from ablations.errors import (
-    InfrastructureError,
     JobFailed,
     Problem,
     WorkloadFailed,
 )
-from ablations.run.records import FailureCause, RunSpec
+from ablations.run.causes import FailureCause, cause_of_own_write
+from ablations.run.records import RunSpec
 from ablations.slots.devices import SlotSpec
 
 R = TypeVar("R")
@@ -114,11 +114,10 @@ class Failed:
 
     @classmethod
     def of(cls, exc: BaseException, *, cause: FailureCause | None = None) -> Failed:
-        """The reply for `exc`; its cause from its type unless given (the machine's errors
-        are `InfrastructureError` or `OSError`; the rest are the workload's)."""
+        """The reply for `exc`; its cause from its type unless given (a job raising outside
+        the workload's own loop fails for the machine on any `OSError`; else `cause_of`)."""
         if cause is None:
-            machine = isinstance(exc, InfrastructureError | OSError)
-            cause = "infrastructure" if machine else "workload"
+            cause = cause_of_own_write(exc)
         return cls(type(exc).__name__, str(exc), cause)
 
     def __str__(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import errno
 from pathlib import Path
 from typing import Any
 
@@ -282,3 +283,26 @@ def test_a_hook_that_cannot_resume_stops_the_run_with_the_restart_rule() -> None
         rule="restart", step=200, message="checkpoint step-200 has no commit marker"
     )
     assert hook.closed  # the hook is closed whatever happened
+
+
+def test_a_full_disk_at_export_fails_the_run_for_the_infrastructure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def full_disk(*_: object) -> dict[str, str]:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    # the run files are the only write of a run without checkpoints: the disk fills there
+    monkeypatch.setattr("ablations.training.driver.write_run_files", full_disk)
+    record = execute(digits_spec(steps=50, out_dir=str(tmp_path)))
+
+    assert record.status == "failed" and record.error is not None
+    assert (record.error.type, record.error.cause) == ("OSError", "infrastructure")
+    assert record.lost  # not finished: a rerun retrains it
+
+
+def test_a_workloads_own_error_stays_the_workloads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Failing, "ERROR", ValueError("bad shape"))
+    record = execute(digits_spec(entry=f"{__name__}:Failing"))
+
+    assert record.error is not None and record.error.cause == "workload"
+    assert not record.lost
