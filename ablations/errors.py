@@ -32,7 +32,8 @@ the whole tree, by cause, so a caller sees what it may catch without reading the
         ├── JobFailed             a job failed in a worker for the machine's cause
         ├── SupersededAttempt     a pool attempt that is no longer the accepted one
         ├── Interrupted           a run stopped by a terminate request (caught by the driver)
-        └── CampaignInterrupted   a SIGTERM stopped the campaign; a rerun resumes it
+        ├── CampaignInterrupted   a SIGTERM stopped the campaign; a rerun resumes it
+        └── CampaignUndecided     runs failed for the machine's cause: no decision; rerun
 
 `ablate` maps each base to its exit code in one place (`ablations.cli.ablate`), so a module
 raises the class that names the cause and never `AblationError` itself. This module imports
@@ -288,3 +289,9 @@ class Interrupted(InfrastructureError):
 class CampaignInterrupted(InfrastructureError):
     """A SIGTERM stopped the campaign: its running runs committed their steps and a rerun
     resumes them (`ablations.process.preemption`)."""
+
+
+class CampaignUndecided(InfrastructureError):
+    """Runs (or the preflight) failed for the infrastructure's cause after their retries: the
+    campaign takes no decision on them (no gate, no look, no report) and a rerun retrains them
+    once the store, the disk or the network is back. The message is the one line to show."""

@@ -30,7 +30,7 @@ from ablations.campaign.lock import hold_folder
 from ablations.campaign.opening import Admission, one_line
 from ablations.campaign.progress import look_lines, look_markdown, outcome, record_rows
 from ablations.campaign.scheduling import longest_first
-from ablations.campaign.steps import gate_decided
+from ablations.campaign.steps import gate_decided, require_decidable
 from ablations.errors import InputError
 from ablations.local.executor import LocalSlots, local_slots_for, warmup_for
 from ablations.plan.model import Plan
@@ -128,7 +128,9 @@ def _main_phase(
         runs = look_runs(campaign, look)
         if not runs:
             break
-        records += _run_phase(campaign, executor, runs, live, measured + records)
+        ran = _run_phase(campaign, executor, runs, live, measured + records)
+        require_decidable(ran, "main")  # a look never decides on a run the machine failed
+        records += ran
         decided = decide_look(campaign, look, len(executor.slots))
         for line in look_lines(decided, plan.metric.name):
             say(line)
@@ -205,6 +207,7 @@ def _phases(campaign: Campaign, gate: Literal["plan", "auto", "ui"], executor: E
     if preflight.passed:
         say("pilot")
         pilot_records = _run_phase(campaign, executor, pilot, live)
+        require_decidable(pilot_records, "pilot")  # nor the gate
         pilot_curves = show_curves.submit(campaign, "the pilot")  # drawn while the gate decides
         table_artifact("pilot-runs", record_rows(pilot_records, plan.metric.name), "Pilot runs")
     asked_before = gate_decided(campaign)

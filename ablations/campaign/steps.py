@@ -23,13 +23,14 @@ from ablations.campaign.executor import Executor
 from ablations.campaign.gate import GateDecision, auto_decision
 from ablations.campaign.specs import spec_for
 from ablations.campaign.state import save_record
-from ablations.errors import CampaignInterrupted
+from ablations.errors import CampaignInterrupted, CampaignUndecided
 from ablations.files.names import PLAN, REFRAME_DRAFT
 from ablations.plan.io import parse_yaml
 from ablations.plan.variants import CONTROL
 from ablations.process.crash_points import AFTER_GATE, crash_point
 from ablations.process.preemption import TERMINATE
-from ablations.run.records import PreflightReport, RunRecord
+from ablations.run.causes import infrastructure_phrase
+from ablations.run.records import PreflightReport, RunError, RunRecord
 
 
 def project_campaign(campaign: Campaign, slots: int) -> Projection:
@@ -67,6 +68,9 @@ def run_preflight(campaign: Campaign, executor: Executor) -> PreflightReport:
     report = executor.preflight(spec, plan.workload.expected_inputs)
     report = report.model_copy(update={"check_id": spec.run_id})
     campaign.folder.write_preflight(report)
+    if report.error is not None and report.error.cause == "infrastructure":
+        # not a defect of the workload: no gate decides on it (never a `fix`), a rerun checks again
+        raise CampaignUndecided(_undecided_line(report.error, "in preflight:"))
     return report
 
 
@@ -84,6 +88,33 @@ def execute_run(campaign: Campaign, run_id: str, executor: Executor) -> RunRecor
     if record.interrupted:  # recorded (a rerun resumes it); nothing of the campaign goes on
         raise CampaignInterrupted(f"run {run_id}: {record.error}")
     return record
+
+
+def require_decidable(records: list[RunRecord], phase: str) -> None:
+    """Raise `CampaignUndecided` when a run of the phase failed for the infrastructure's cause
+    (its store, the disk, its worker): no gate or look may decide on it, and a rerun retrains
+    it (`Campaign.finished` does not count it). One line names what failed and what to do."""
+    lost = [r for r in records if r.lost]
+    if lost:
+        first = lost[0]
+        assert first.error is not None  # a lost record is a failed one with its error
+        runs = f"{len(lost)} {phase} run{'s' if len(lost) > 1 else ''}"
+        where = f"under {runs}, first {first.variant} seed {first.seed}:"
+        raise CampaignUndecided(_undecided_line(first.error, where))
+
+
+UNDECIDED_ERROR_CHARS = 300
+"""The most of the failing run's error the one line repeats: its head (what was done, where)
+and its tail (what the OS or the server answered), the middle cut."""
+
+
+def _undecided_line(error: RunError, where: str) -> str:
+    detail = str(error)
+    if len(detail) > UNDECIDED_ERROR_CHARS:
+        half = UNDECIDED_ERROR_CHARS // 2
+        detail = f"{detail[:half]}...{detail[-half:]}"
+    phrase = infrastructure_phrase(error.type, error.message)
+    return f"{phrase} {where} {detail}; no decision was taken: rerun the same command to continue"
 
 
 def _recorded_gate(campaign: Campaign) -> GateDecision | None:

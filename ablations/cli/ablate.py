@@ -23,7 +23,12 @@ from ablations.cli.registry import (
     EXIT_OK,
     command,
 )
-from ablations.errors import CampaignInterrupted, InfrastructureError, InputError
+from ablations.errors import (
+    CampaignInterrupted,
+    CampaignUndecided,
+    InfrastructureError,
+    InputError,
+)
 
 if TYPE_CHECKING:
     from ablations.plan.model import Plan
@@ -240,7 +245,7 @@ def os_error_line(exc: OSError) -> str:
 def infrastructure_line(exc: InfrastructureError) -> str:
     """One line for a store, ledger or worker failure that stopped a command, and what to do
     (a SIGTERM's line already says how to resume: nothing needs fixing)."""
-    if isinstance(exc, CampaignInterrupted):
+    if isinstance(exc, CampaignInterrupted | CampaignUndecided):
         return str(exc)
     return (
         f"{str(exc).rstrip('.')}. The input is fine and finished runs are kept: rerun the same "

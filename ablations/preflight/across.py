@@ -13,6 +13,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Protocol
 
+from ablations.errors import JobFailed, StoreError
 from ablations.preflight.verdict import (
     Continuation,
     RestartReference,
@@ -72,6 +73,9 @@ def preflight_across(
     with other() as worker:
         try:
             got = worker.continue_check(spec.for_restart_check(), start.reference.until)
-        except Exception as exc:  # any failure to reload is exactly what the check reports
+        except (JobFailed, StoreError) as exc:  # the store or the disk, not the restart: no verdict
+            failed = start.model_copy(update={"error": RunError.of(exc, cause="infrastructure")})
+            return failed.finish(seconds=time.perf_counter() - started)
+        except Exception as exc:  # any other failure to reload is what the check reports
             return start.finish(reload_failed(start.reference, exc))
     return start.finish(verdict(start.reference, got), time.perf_counter() - started)

@@ -82,3 +82,12 @@ def infrastructure_phrase(error_type: str, message: str) -> str:
     if error_type in STORE_ERRORS or "store" in message:
         return "the checkpoint store was unreachable"
     return f"the machine or a service failed ({error_type})"
+
+
+def failed_for_the_machine(error_type: str, message: str, cause: FailureCause) -> bool:
+    """Whether a recorded failure was the infrastructure's: by its cause, or, in a record of
+    a release that classified every failure of a run as the workload's, by what it says (a
+    store's error type, a full disk)."""
+    if cause == "infrastructure" or error_type in STORE_ERRORS:
+        return True
+    return any(mark in message for mark in DISK_FULL)

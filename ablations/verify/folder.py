@@ -299,6 +299,7 @@ def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verificat
     """Each finished run's completion record exists and agrees with its manifest row."""
     from pydantic import ValidationError
 
+    from ablations.run.causes import failed_for_the_machine, infrastructure_phrase
     from ablations.run.records import RunRecord
     from ablations.security.credentials import redact_url
 
@@ -320,6 +321,16 @@ def _check_records(out_dir: Path, rows: dict[str, ManifestRun], found: Verificat
             first = str(exc).splitlines()[0]
             found.problems.append(FolderProblem(name, f"is not a valid completion record: {first}"))
             continue
+        error = record.error
+        if error is not None and failed_for_the_machine(error.type, error.message, error.cause):
+            what = infrastructure_phrase(error.type, error.message)
+            found.problems.append(
+                FolderProblem(
+                    name,
+                    f"failed for the infrastructure's cause ({what}): the campaign was decided "
+                    "on a run that never finished; rerun `ablate run` to retrain it",
+                )
+            )
         mine, theirs = record.model_dump(mode="json"), row.model_dump(mode="json")
         for key in RECORD_FIELDS:
             if mine.get(key) != theirs.get(key):

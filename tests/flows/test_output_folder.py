@@ -349,6 +349,35 @@ def _hashed_by_another_release(folder: Path) -> str:
     )
 
 
+def _failed_everywhere(folder: Path, error: dict[str, str]) -> str:
+    """One accepted run made a failure with `error`, in its record and its row alike."""
+    run_id, _ = _accepted(folder, "model")
+    path = folder / "records" / f"{run_id}.json"
+    record = json.loads(path.read_text())
+    record.update(status="failed", error=error)
+    path.write_text(json.dumps(record))
+    manifest = _manifest(folder)
+    for row in manifest["runs"]:
+        if row["run_id"] == run_id:
+            row.update(status="failed", error=error)
+    _save(folder, manifest)
+    return f"records/{run_id}.json: failed for the infrastructure's cause"
+
+
+def _decided_on_a_lost_run(folder: Path) -> str:
+    """A campaign decided on a run its store failed (the issue's 90 s outage)."""
+    lost = {"type": "StoreError", "message": "checkpoint store s3://b is not usable",
+            "cause": "infrastructure"}  # fmt: skip
+    return _failed_everywhere(folder, lost) + " (the checkpoint store was unreachable)"
+
+
+def _decided_on_a_full_disk_by_an_older_release(folder: Path) -> str:
+    """An older release recorded a full disk as the workload's failure."""
+    full = {"type": "OSError", "message": "[Errno 28] No space left on device: 'metrics/x.csv'",
+            "cause": "workload"}  # fmt: skip
+    return _failed_everywhere(folder, full) + " (the disk was full)"
+
+
 TAMPERS: list[Callable[[Path], str]] = [
     _flip_byte,
     _delete,
@@ -364,6 +393,8 @@ TAMPERS: list[Callable[[Path], str]] = [
     _change_a_look_everywhere,
     _edit_the_threshold_in_plan_yaml,
     _hashed_by_another_release,
+    _decided_on_a_lost_run,
+    _decided_on_a_full_disk_by_an_older_release,
 ]
 
 
