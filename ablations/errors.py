@@ -22,6 +22,7 @@ the whole tree, by cause, so a caller sees what it may catch without reading the
     │   └── ReportError           a folder lacking what a report is rebuilt from
     └── InfrastructureError       the machine or a service under the work (exit 1): rerun once fixed
         ├── StoreError            the checkpoint or run-file store: unreachable, corrupt, refused
+        │   ├── StoreUnreachable  no answer through the outage a run rides through
         │   ├── RefusedCheckpoint a committed checkpoint that is corrupt or unreadable
         │   ├── ForeignCheckpoint a committed checkpoint of another plan or run
         │   ├── ObjectTooLarge    an object larger than its reader allows
@@ -231,6 +232,12 @@ class ReportError(InputError):
 
 class StoreError(InfrastructureError):
     """Checkpoint or artifact storage is unreachable, corrupt or refused."""
+
+
+class StoreUnreachable(StoreError):
+    """The store did not answer (refused, cut or stalled connections, a server's errors)
+    through the whole outage a run rides through (`ablations.checkpoint.outage`): no
+    verdict on what it holds; a rerun tries again."""
 
 
 class RefusedCheckpoint(StoreError):

@@ -4,6 +4,7 @@ store.py     the `Store` protocol over fsspec (file, memory, S3) and `open_store
 commit.py    step folders, the commit record written last, verified reads, retention
 state.py     capture to host memory, safe (weights-only) load, exact restore
 saver.py     one background save in flight, retried with backoff
+outage.py    every store call of a run ridden through an outage (bounded backoff)
 fence.py     which work-pool attempt of a run may commit (the campaign's pointer)
 interval.py  steps | seconds | auto (Young/Daly, capped by the tolerable loss)
 manager.py   `CheckpointManager`, the driver's `CheckpointHook` for one run

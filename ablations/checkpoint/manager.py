@@ -11,22 +11,27 @@ from pathlib import Path
 from ablations.checkpoint import commit, fence, state
 from ablations.checkpoint.commit import Identity
 from ablations.checkpoint.interval import IntervalPolicy
+from ablations.checkpoint.outage import outlasting
 from ablations.checkpoint.saver import Outcome, Retry, Saver
-from ablations.checkpoint.store import Store, open_store
-from ablations.errors import ForeignCheckpoint, RefusedCheckpoint, StoreError
+from ablations.checkpoint.store import Store
+from ablations.errors import ForeignCheckpoint, StoreError, StoreUnreachable
 from ablations.run.hooks import RunHistory
 from ablations.run.records import CheckpointSummary, RunSpec
 from ablations.run.workload import Workload
 
 log = logging.getLogger(__name__)
 
+OUTLASTED = Retry(attempts=2)
+"""A save whose store calls each rode through an outage: tried once more, after a second."""
+
 
 class CheckpointManager:
     """Saves a run's full state in the background and resumes it from the latest commit.
 
-    The store is opened and probed here, so an unreachable store fails (`StoreError`)
-    before any training. Write failures never raise into the loop: they are retried, then
-    counted in the summary `close()` returns, and logged as errors.
+    The store is opened and probed here, so a store unreachable beyond the outage a run rides
+    through (`ablations.checkpoint.outage`) fails (`StoreError`) before any training. Write
+    failures never raise into the loop: they are retried, then counted in the summary
+    `close()` returns, and logged as errors.
 
     An attempt on a work pool (`spec.attempt`) writes in its own attempt folder and commits
     only while the campaign accepts it (`ablations.checkpoint.fence`); once superseded it
@@ -42,12 +47,15 @@ class CheckpointManager:
         self.fenced_run = (spec.campaign_id, spec.run_id)  # the pool's key for the pointer
         self.superseded: str | None = None
         self.expected_step = spec.resume_step
-        self.store = store if store is not None else open_store(self.section)
+        # Every call of the run to its store rides through an outage (`outage.py`).
+        self.store = store if store is not None else outlasting(self.section)
         # Notes land in the manifest: a store inside the output folder is named relative to
         # it, as the plan wrote it, so a moved folder verifies (no absolute path into it).
         self.store_name = _store_name(self.section.store, spec.out_dir)
         self.policy = IntervalPolicy(self.section)
-        self.saver = Saver(retry or Retry())
+        # The store's own calls retry through an outage: a save is tried once more at most
+        # (a store given by the caller, which may not, keeps the saver's full retries).
+        self.saver = Saver(retry or (Retry() if store is not None else OUTLASTED))
         self.summary = CheckpointSummary()
         self._stalls: dict[int, float] = {}
         self._elapsed = 0.0
@@ -75,7 +83,10 @@ class CheckpointManager:
                 break
             except ForeignCheckpoint:
                 raise
-            except (RefusedCheckpoint, StoreError) as exc:
+            except StoreError as exc:
+                unanswered = exc if isinstance(exc, StoreUnreachable) else exc.__cause__
+                if isinstance(unanswered, StoreUnreachable):  # no verdict on the step: the
+                    raise unanswered from None  # run fails for the store, its steps are kept
                 log.error("refused checkpoint step %d: %s", candidate, exc)
                 self.summary.last_error = f"refused step {candidate}: {exc}"
                 if writer == self.identity:  # another attempt's folder is never ours to edit

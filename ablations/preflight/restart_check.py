@@ -72,6 +72,9 @@ def reference_half(spec: RunSpec) -> RestartReference | Stop:
     manager.save(early, reference.workload, reference.history)
     summary = manager.close()
     if summary.failures or summary.saves != 1:
+        # A store unreachable through the outage is the machine's (`StoreUnreachable`, the
+        # campaign stays undecided), not a workload that cannot be restarted.
+        manager.store.check()
         message = f"the checkpoint at step {early} could not be written: {summary.last_error}"
         return restart_stop(early, message)
     reference.advance(until)

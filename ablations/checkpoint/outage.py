@@ -1,0 +1,152 @@
+"""Riding through a store outage: every call a run makes to its store (the probe at its start,
+the resume's listing and reads, the saver's writes, retention) is retried with bounded
+backoff while the store is unreachable, for up to `outage_seconds()` in all per call, and
+only then fails (`StoreUnreachable`, an infrastructure cause: the campaign stays undecided and a
+rerun retrains the run). An answer that retrying cannot change is never retried: a missing
+object, a refused or foreign checkpoint, an object too large or untrusted.
+
+    store = outlasting(section)     # opened, probed through any outage, every call retried
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from ablations.checkpoint.store import FsspecStore, Store, open_store
+from ablations.errors import (
+    ForeignCheckpoint,
+    InputError,
+    ObjectTooLarge,
+    RefusedCheckpoint,
+    StoreError,
+    StoreUnreachable,
+    UntrustedObject,
+)
+from ablations.plan.infrastructure import CheckpointSection
+
+log = logging.getLogger(__name__)
+
+OUTAGE_ENV = "ABLATE_STORE_OUTAGE_SECONDS"
+"""Seconds of outage a run rides through per store call (the environment of `ablate run`;
+the slot workers inherit it)."""
+DEFAULT_OUTAGE_SECONDS = 300.0
+"""An endpoint restarted, a network blip, a brief regional error: minutes, not hours. Longer
+and a run would hold its card idle for a store that is gone; the rerun does better."""
+FIRST_WAIT_SECONDS = 0.5
+"""The wait after a first failed try, doubled after each further one..."""
+MOST_WAIT_SECONDS = 15.0
+"""...up to this: an outage's end is noticed within 15 s, with a few dozen tries at most."""
+
+CHAIN_DEPTH = 8
+"""How far down the `raise ... from` chain the store's answer is looked for."""
+FINAL = (ForeignCheckpoint, ObjectTooLarge, RefusedCheckpoint, UntrustedObject)
+"""Store answers that retrying cannot change."""
+
+T = TypeVar("T")
+
+
+def outage_seconds() -> float:
+    """The outage a run rides through per store call: `ABLATE_STORE_OUTAGE_SECONDS`, else
+    `DEFAULT_OUTAGE_SECONDS`; `InputError` for a value that is not a number of seconds >= 0."""
+    text = os.environ.get(OUTAGE_ENV, "").strip()
+    if not text:
+        return DEFAULT_OUTAGE_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 86_400:
+        raise InputError(f"{OUTAGE_ENV} must be seconds from 0 to 86400 (got {text[:20]!r})")
+    return seconds
+
+
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+"""A local store's disk full or read-only: it does not clear itself within minutes, so the
+run fails at once (the campaign stays undecided) and the rerun, once space is freed, retrains."""
+
+
+def transient(exc: StoreError) -> bool:
+    """Whether another try may succeed: the store failed to answer, not answered no (a
+    missing object) or had no room (a full disk)."""
+    if isinstance(exc, FINAL):
+        return False
+    cause = exc.__cause__
+    for _ in range(CHAIN_DEPTH):  # through the store's own wrapping (`check` wraps `put`)
+        if isinstance(cause, FileNotFoundError):
+            return False
+        if isinstance(cause, OSError) and cause.errno in DISK_ERRNOS:
+            return False
+        if cause is None:
+            break
+        cause = cause.__cause__
+    return True
+
+
+class OutlastingStore:
+    """A `Store` whose calls ride through an outage of up to `seconds` each."""
+
+    def __init__(self, store: Store, seconds: float | None = None) -> None:
+        self.inner = store
+        self.url = store.url
+        self.seconds = outage_seconds() if seconds is None else seconds
+
+    def put(self, key: str, data: bytes) -> None:
+        self._ride(f"writing {key}", lambda: self.inner.put(key, data))
+
+    def get(self, key: str, limit: int | None = None) -> bytes:
+        return self._ride(f"reading {key}", lambda: self.inner.get(key, limit))
+
+    def keys(self, prefix: str) -> list[str]:
+        return self._ride(f"listing {prefix}", lambda: self.inner.keys(prefix))
+
+    def delete(self, prefix: str) -> None:
+        self._ride(f"deleting {prefix}", lambda: self.inner.delete(prefix))
+
+    def uri(self, key: str) -> str:
+        return self.inner.uri(key)
+
+    def check(self) -> None:
+        self._ride("checking the store", self.inner.check)
+
+    def _ride(self, what: str, call: Callable[[], T]) -> T:
+        started = time.monotonic()
+        wait, tries = FIRST_WAIT_SECONDS, 0
+        while True:
+            tries += 1
+            try:
+                return call()
+            except StoreError as exc:
+                elapsed = time.monotonic() - started
+                if not transient(exc):
+                    raise
+                if elapsed + wait > self.seconds:
+                    raise StoreUnreachable(
+                        f"{exc} (the store stayed unreachable through {tries} "
+                        f"tr{'y' if tries == 1 else 'ies'} over {elapsed:.0f} s; a run rides "
+                        f"through {self.seconds:g} s, {OUTAGE_ENV})"
+                    ) from exc
+                log.warning(
+                    "store %s: %s failed (try %d, %.0f s into an outage of at most %g s), "
+                    "retrying in %.1f s: %s",
+                    self.url, what, tries, elapsed, self.seconds, wait, exc,
+                )  # fmt: skip
+                time.sleep(wait)
+                wait = min(wait * 2, MOST_WAIT_SECONDS)
+
+
+def _conforms(store: OutlastingStore) -> Store:  # the typed conformance check: mypy fails here
+    return store
+
+
+def outlasting(section: CheckpointSection, *, seconds: float | None = None) -> OutlastingStore:
+    """The plan's store, probed through any outage of up to `seconds` (`StoreError` after),
+    every later call riding through the same."""
+    inner: FsspecStore = open_store(section, check=False)
+    store = OutlastingStore(inner, seconds)
+    store.check()
+    return store
