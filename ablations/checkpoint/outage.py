@@ -22,6 +22,7 @@ from ablations.errors import (
     ForeignCheckpoint,
     InputError,
     ObjectTooLarge,
+    ProtectedObject,
     RefusedCheckpoint,
     StoreError,
     StoreUnreachable,
@@ -44,7 +45,7 @@ MOST_WAIT_SECONDS = 15.0
 
 CHAIN_DEPTH = 8
 """How far down the `raise ... from` chain the store's answer is looked for."""
-FINAL = (ForeignCheckpoint, ObjectTooLarge, RefusedCheckpoint, UntrustedObject)
+FINAL = (ForeignCheckpoint, ObjectTooLarge, ProtectedObject, RefusedCheckpoint, UntrustedObject)
 """Store answers that retrying cannot change."""
 
 T = TypeVar("T")
