@@ -29,6 +29,7 @@ from ablations.errors import (
     UntrustedObject,
 )
 from ablations.plan.infrastructure import CheckpointSection
+from ablations.run.causes import INFRASTRUCTURE_ERRNOS
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ FIRST_WAIT_SECONDS = 0.5
 MOST_WAIT_SECONDS = 15.0
 """...up to this: an outage's end is noticed within 15 s, with a few dozen tries at most."""
 
+ANSWERS = (FileNotFoundError, PermissionError, FileExistsError, IsADirectoryError)
+"""What a store answers through an `OSError` (s3fs raises these, often without an errno)."""
 CHAIN_DEPTH = 8
 """How far down the `raise ... from` chain the store's answer is looked for."""
 FINAL = (ForeignCheckpoint, ObjectTooLarge, ProtectedObject, RefusedCheckpoint, UntrustedObject)
@@ -72,20 +75,23 @@ run fails at once (the campaign stays undecided) and the rerun, once space is fr
 
 
 def transient(exc: StoreError) -> bool:
-    """Whether another try may succeed: the store failed to answer, not answered no (a
-    missing object) or had no room (a full disk)."""
+    """Whether another try may succeed: the store failed to answer (a network's or a server's
+    error, a failing device), not answered no (a missing object, a denied or refused path) or
+    had no room (a full disk)."""
     if isinstance(exc, FINAL):
         return False
     cause = exc.__cause__
     for _ in range(CHAIN_DEPTH):  # through the store's own wrapping (`check` wraps `put`)
-        if isinstance(cause, FileNotFoundError):
-            return False
-        if isinstance(cause, OSError) and cause.errno in DISK_ERRNOS:
-            return False
+        if isinstance(cause, OSError):  # the OS's or the client's answer decides
+            if isinstance(cause, ANSWERS):
+                return False
+            if cause.errno is None or isinstance(cause, ConnectionError | TimeoutError):
+                return True
+            return cause.errno in INFRASTRUCTURE_ERRNOS - DISK_ERRNOS
         if cause is None:
             break
         cause = cause.__cause__
-    return True
+    return True  # a client's or a server's error (botocore's, aiohttp's): not an answer
 
 
 class OutlastingStore:

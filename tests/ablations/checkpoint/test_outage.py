@@ -151,3 +151,12 @@ def test_a_full_local_disk_is_not_waited_for(
     with pytest.raises(StoreError, match="No space left on device"):
         OutlastingStore(inner, seconds=30).check()  # the probe wraps the put's error in its own
     assert time.monotonic() - started < 5 and len(tries) == 1
+
+
+def test_a_refused_path_is_an_answer_not_an_outage(tmp_path: Path) -> None:
+    section = CheckpointSection(store=f"file://{tmp_path}/s")
+    store = OutlastingStore(store_module.open_store(section, check=False), seconds=30)
+    started = time.monotonic()
+    with pytest.raises(StoreError):
+        store.put("../outside", b"x")  # a key leading out of the store's root: refused
+    assert time.monotonic() - started < 5 and not (tmp_path / "outside").exists()
