@@ -25,7 +25,7 @@ from tests.fault_proxy import FaultProxy
 from tests.faults.conftest import Campaign, fault_plan
 from tests.s3_server import BUCKET
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # `make test-long`: minutes each
 
 UNDECIDED = "no decision was taken: rerun the same command to continue"
 

@@ -25,7 +25,7 @@ from tests.flows.conftest import plan_text
 from tests.flows.work_pool import POOL, Loopback
 from tests.s3_server import BUCKET
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # `make test-long`: minutes each
 
 
 def docs_plan(store: str, endpoint: str) -> dict[str, Any]:
