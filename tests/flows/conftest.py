@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ import pytest
 import yaml
 
 from flows.environment import quiet_prefect
+from flows.local_server import TemporaryServer
 from tests.flows.work_pool import Loopback, serve
 
 quiet_prefect()
@@ -37,11 +40,53 @@ TINY_PLAN: dict[str, Any] = {
 
 
 @pytest.fixture(scope="session")
-def prefect_server() -> Iterator[None]:
-    from prefect.testing.utilities import prefect_test_harness
+def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A Prefect server for the flows run in this test process.
 
-    with prefect_test_harness(server_startup_timeout=90):
+    What `prefect_test_harness` gives (the ephemeral server with its services, a fresh
+    database, PREFECT_API_URL pointed at it for this process), started as `ablate run` starts
+    its own (`TemporaryServer`): on a copy of the migrated template database. The harness
+    migrates a new database each time, some 15 CPU-seconds per test process."""
+    import prefect.context
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    home = tmp_path_factory.mktemp("prefect-server-home")
+    with _environment(PREFECT_HOME=str(home)):  # the server's database goes there
+        server = TemporaryServer()
+    try:
+        url = server.wait_ready(90)
+        with (
+            temporary_settings(updates={PREFECT_API_URL: url}),
+            # Threads the tests start (an answering "user", a crashing "host") read the
+            # process-global settings, not this thread's context: as the harness does.
+            prefect.context._temporary_global_settings_context(
+                prefect.context.get_settings_context()
+            ),
+        ):
+            yield
+            # What the harness does before stopping its server: logs and events still queued
+            # are sent now, not to a stopped server at exit.
+            with contextlib.suppress(RuntimeError):  # the log worker never started
+                APILogWorker.instance().drain()
+            EventsWorker.drain_all()
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
         yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture
