@@ -17,7 +17,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from prefect import Flow, flow
+from prefect import Flow, allow_failure, flow
 from prefect.futures import PrefectFuture, as_completed
 from prefect.states import Completed, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -117,11 +117,14 @@ def _main_phase(
     live: LiveArtifacts,
     main: list[PlannedRun],
     measured: list[RunRecord],
-) -> list[RunRecord]:
-    """Look by look: run the look's seeds for the open variants, then decide each of them."""
+    drawing: list[PrefectFuture[None]],
+) -> None:
+    """Look by look: run the look's seeds for the open variants, then decide each of them.
+    The curves after each look are drawn meanwhile, added to `drawing`, each after the one
+    before it, so the UI's latest are those of the look that decided; the flow waits for
+    them beside the results step."""
     plan = campaign.plan
     records: list[RunRecord] = []
-    drawing: list[PrefectFuture[None]] = []  # the curves after each look, drawn meanwhile
     unneeded = 0  # main runs no look started (trimmed ones were dropped at the gate)
     looks = len(plan.look_sizes)
     for look in range(looks):
@@ -135,18 +138,20 @@ def _main_phase(
         for line in look_lines(decided, plan.metric.name):
             say(line)
         markdown_artifact(f"look-{look + 1}", look_markdown(decided))
+        # beside the next look's runs (or the results step): the flow does not wait for it;
+        # the UI's latest curves are those of the look that decided
+        title = f"after look {look + 1} of {looks}"
         if not decided.still_open:
-            break  # the report's curves follow at once
-        # beside the next look's runs: the flow does not wait for the drawing
-        drawing.append(show_curves.submit(campaign, f"after look {look + 1} of {looks}"))
+            title += ": every variant decided"
+        after = [allow_failure(f) for f in drawing[-1:]]  # a drawing that failed: draw on
+        drawing.append(show_curves.submit(campaign, title, return_state=False, wait_for=after))
+        if not decided.still_open:
+            break
         closed = {j.variant for j in decided.judgements} - set(decided.still_open)
         unneeded += live.drop([r.run_id for r in main if r.variant in closed])
     unneeded += live.drop([r.run_id for r in main])  # whatever no look started
-    for future in drawing:
-        future.wait()
     if unneeded:
         say(f"main: {unneeded} registered runs were not needed (their variants were decided)")
-    return records
 
 
 @contextmanager
@@ -203,12 +208,12 @@ def _phases(campaign: Campaign, gate: Literal["plan", "auto", "ui"], executor: E
     preflight = run_preflight(campaign, executor)
     say(f"preflight: {'passed' if preflight.passed else 'FAILED'}")
     pilot_records: list[RunRecord] = []
-    pilot_curves: PrefectFuture[None] | None = None
+    drawing: list[PrefectFuture[None]] = []  # the curves in the UI, drawn beside the runs
     if preflight.passed:
         say("pilot")
         pilot_records = _run_phase(campaign, executor, pilot, live)
         require_decidable(pilot_records, "pilot")  # nor the gate
-        pilot_curves = show_curves.submit(campaign, "the pilot")  # drawn while the gate decides
+        drawing.append(show_curves.submit(campaign, "the pilot"))  # while the gate decides
         table_artifact("pilot-runs", record_rows(pilot_records, plan.metric.name), "Pilot runs")
     asked_before = gate_decided(campaign)
     recommendation = recommend_gate(campaign, len(slots))
@@ -228,12 +233,12 @@ def _phases(campaign: Campaign, gate: Literal["plan", "auto", "ui"], executor: E
             f"main: up to {len(main) - len(decision.drop)} runs ({len(decision.drop)} trimmed) "
             f"in {looks} look{'s' if looks > 1 else ''} at {list(plan.look_sizes)} seeds"
         )
-        _main_phase(campaign, executor, live, main, pilot_records)
+        _main_phase(campaign, executor, live, main, pilot_records, drawing)
     else:
         live.drop(r.run_id for r in main)
-    if pilot_curves is not None:
-        pilot_curves.wait()
     manifest = write_results(campaign, executor)  # while the executor's slots are open
+    for future in drawing:
+        future.wait()
     table_artifact(
         "final-runs",
         final_rows(manifest, plan.metric.name),

@@ -28,6 +28,11 @@ from ablations.plan.variants import CONTROL, PlannedRun
 from ablations.run.records import PreflightReport, RunRecord
 from ablations.text.units import hours as _duration  # hours for people: s, min or h by size
 
+CONTROL_KEPT = "the control cannot be dropped: every verdict is measured against it"
+"""Why an answer dropping the control (by name or run id) is refused, in one line."""
+CONTINUE_DROPS_NOTHING = "continue drops nothing: choose trim to drop runs"
+"""Why `continue` with a drop list is refused, in one line."""
+
 Decision = Literal["continue", "trim", "reframe", "fix"]
 """continue and trim run the main phase; reframe ends the campaign because the question cannot
 be answered as posed (a draft plan is written); fix ends it because preflight found a defect in
@@ -304,7 +309,7 @@ def apply_answer(
     if ignored:
         reason += f"; ignored unknown runs {ignored} (only registered runs can be dropped)"
     if refused:
-        reason += f"; kept the control {refused} (every variant is compared with it)"
+        reason += f"; kept the control {refused} ({CONTROL_KEPT})"
     return GateDecision(
         decision=decision,
         reason=reason,

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Annotation
 
 from ablations.analysis.flips import ErrorAnalysis, per_class_frame
 from ablations.analysis.paired import Effect
@@ -68,12 +70,19 @@ def plot_effects(effects: Sequence[Effect], metric: MetricSection, path: Path) -
     useful-effect band, or, without a difference, the verdict's marker at 0 and its name."""
     if not effects:
         return None
-    figure = Figure(figsize=(7, 1.4 + 0.45 * len(effects)))
+    return save_figure(effects_figure(effects, metric), path)
+
+
+def effects_figure(effects: Sequence[Effect], metric: MetricSection) -> Figure:
+    """effects.png's figure: constrained layout keeps the tick labels and the legend inside
+    it, and a verdict's note stays inside the plot's frame (`_notes_inside`)."""
+    figure = Figure(figsize=(7, 1.4 + 0.45 * len(effects)), layout="constrained")
     ax = figure.add_subplot()
     u = metric.useful_effect
     ax.axvspan(-u, u, color="0.9", label=f"within the useful effect (±{u:g})")
     ax.axvline(0, color="0.5", linewidth=0.8)
     seen: set[str] = set()
+    notes = []
     for y, effect in enumerate(effects):
         marker, color = VERDICT_STYLE[effect.verdict]
         label = None if effect.verdict in seen else effect.verdict
@@ -81,7 +90,7 @@ def plot_effects(effects: Sequence[Effect], metric: MetricSection, path: Path) -
         if effect.mean_diff is None:  # no pair: the verdict itself is the result shown
             ax.plot(0, y, marker=marker, color=color, markersize=9, linestyle="none", label=label)
             counted = re.match(r"^(pilot: )?(\d+/\d+ seeds)", effect.note)
-            ax.annotate(
+            note = ax.annotate(
                 effect.label + (f", {counted.group(2)}" if counted else ""),
                 (0, y),
                 xytext=(8, 0),
@@ -90,6 +99,7 @@ def plot_effects(effects: Sequence[Effect], metric: MetricSection, path: Path) -
                 fontsize="small",
                 color=color,
             )
+            notes.append(note)
         elif effect.ci_low is not None and effect.ci_high is not None:
             ax.errorbar(
                 effect.mean_diff,
@@ -116,7 +126,37 @@ def plot_effects(effects: Sequence[Effect], metric: MetricSection, path: Path) -
     better = "right" if metric.direction == "maximize" else "left"
     ax.set_xlabel(f"{metric.name}: variant - control (adjusted interval; better to the {better})")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
-    return save_figure(figure, path)
+    _notes_inside(figure, ax, notes)
+    return figure
+
+
+def _notes_inside(figure: Figure, ax: Axes, notes: Sequence[Annotation]) -> None:
+    """Keep each note (a verdict's name beside its marker at 0) inside the plot's frame: one
+    that would run past the right edge goes to the marker's left, and where it fits on
+    neither side the x-axis widens to the right until it does."""
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw_without_rendering()  # the constrained layout: the frame's final size
+    for note in notes:
+        frame = ax.get_window_extent(renderer)
+        if note.get_window_extent(renderer).x1 <= frame.x1:
+            continue
+        note.set_horizontalalignment("right")
+        note.xyann = (-8, 0)
+        if note.get_window_extent(renderer).x0 >= frame.x0:
+            continue
+        note.set_horizontalalignment("left")
+        note.xyann = (8, 0)
+        for _ in range(3):  # the layout moves the frame a little as the ticks change
+            box, frame = note.get_window_extent(renderer), ax.get_window_extent(renderer)
+            if box.x1 <= frame.x1:
+                break
+            low, _ = ax.get_xlim()  # the markers sit at 0, which the band keeps in view
+            width = frame.x1 - frame.x0
+            need = box.x1 - ax.transData.transform((0, 0))[0] + 6  # a margin of 6 pixels
+            if need >= width:
+                break  # wider than the whole plot: nothing to widen to
+            ax.set_xlim(low, low - low * width / (width - need))
+            figure.draw_without_rendering()
 
 
 def plot_per_class(analysis: ErrorAnalysis | None, path: Path) -> Path | None:

@@ -164,6 +164,10 @@ def test_ui_gate_applies_the_answer_given_through_the_client(
     assert progress is not None and float(str(progress.data)) == 100.0
     assert "| Runs done | 6 |" in str(progress.description)
     assert "| Not run (trimmed, or not needed by a look) | 2 |" in str(progress.description)
+    # the latest learning curves are those of the look that decided, not the one before
+    curves = Artifact.get("learning-curves")
+    assert curves is not None and curves.description == "after look 1 of 1: every variant decided"
+    assert str(curves.data).startswith("### Learning curves: after look 1 of 1: every variant")
 
 
 def test_ui_gate_timeout_falls_back_to_the_policy(

@@ -146,11 +146,28 @@ def _main_runs() -> list[PlannedRun]:
     ]
 
 
-def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
-    prefect_server: None,
-) -> None:
-    from prefect import flow
-    from prefect.client.orchestration import get_client
+CONTINUE_LINE = "continue drops nothing: choose trim to drop runs"
+CONTROL_LINE = "the control cannot be dropped: every verdict is measured against it"
+
+# The keys of a schema (and of each property) the Prefect UI's form keeps when it sends the
+# schema to `/ui/schemas/validate` for the errors it shows beside the fields (its `Schema` to
+# `SchemaResponse` mapper, prefect 3.9.1's ui/assets); `items`, `anyOf` and `allOf` go as they are.
+_UI_KEEPS = (
+    "definitions", "position", "block_type_slug", "$ref", "anyOf", "allOf", "example",
+    "default", "const", "description", "enum", "format", "items", "prefixItems",
+    "properties", "required", "title", "type", "maxItems", "minItems",
+)  # fmt: skip
+
+
+def _as_the_ui_sends_it(schema: dict[str, Any]) -> dict[str, Any]:
+    kept = {key: schema[key] for key in _UI_KEEPS if key in schema}
+    if "properties" in kept:
+        kept["properties"] = {k: _as_the_ui_sends_it(v) for k, v in kept["properties"].items()}
+    return kept
+
+
+def _paused(client: Any, flow_name: str, after: Any = None) -> Any:
+    """The flow run of `flow_name` once it is paused (on a pause other than `after`'s)."""
     from prefect.client.schemas.filters import (
         FlowFilter,
         FlowFilterName,
@@ -158,6 +175,24 @@ def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
         FlowRunFilterState,
         FlowRunFilterStateType,
     )
+
+    for _ in range(240):
+        runs = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
+            flow_run_filter=FlowRunFilter(
+                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["PAUSED"]))
+            ),
+        )
+        if runs and runs[0].state.state_details.run_input_keyset != after:
+            return runs[0]
+        time.sleep(0.25)
+    raise AssertionError(f"{flow_name} never paused")
+
+
+def _ask(name: str, answer: Any) -> tuple[GateDecision, list[PlannedRun]]:
+    """Run a flow that asks the gate in the UI while `answer(client)` answers from a thread."""
+    from prefect import flow
+    from prefect.client.orchestration import get_client
 
     from flows.gate_ui import ask_in_ui
 
@@ -167,57 +202,81 @@ def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
         numbers={"projected_hours": 0.123456789, "slots": 2},
     )
     main = _main_runs()
-    seen: dict[str, Any] = {}
 
-    def answer_as_the_ui_does() -> None:
+    def answering() -> None:
         with get_client(sync_client=True) as client:
-            for _ in range(240):
-                paused = client.read_flow_runs(
-                    flow_filter=FlowFilter(name=FlowFilterName(any_=["gate-probe"])),
-                    flow_run_filter=FlowRunFilter(
-                        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["PAUSED"]))
-                    ),
-                )
-                if paused:
-                    break
-                time.sleep(0.25)
-            run = paused[0]
-            keyset = run.state.state_details.run_input_keyset
-            seen["schema"] = json.loads(client.read_flow_run_input(run.id, keyset["schema"]))
-            seen["description"] = json.loads(
-                client.read_flow_run_input(run.id, keyset["description"])
-            )
-            refused = client.resume_flow_run(
-                run.id, run_input={"decision": "continue", "drop": ["width=8"]}
-            )
-            seen["refused"] = refused
-            seen["state_after"] = client.read_flow_run(run.id).state
-            seen["unknown"] = client.resume_flow_run(
-                run.id, run_input={"decision": "trim", "drop": ["width=16"]}
-            )
-            control_runs = [r.run_id for r in main if r.variant == "control"]
-            seen["control"] = [
-                client.resume_flow_run(run.id, run_input={"decision": "trim", "drop": [name]})
-                for name in ("control", *control_runs[:1])
-            ]
-            seen["state_after_control"] = client.read_flow_run(run.id).state
-            client.resume_flow_run(
-                run.id, run_input={"decision": "trim", "drop": ["width=8"], "note": "settled"}
-            )
+            answer(client)
 
-    @flow(name="gate-probe")
+    @flow(name=name)
     def probe() -> GateDecision:
-        return ask_in_ui(recommendation, main, timeout_s=120)
+        return ask_in_ui(recommendation, main, timeout_s=60)
 
-    thread = threading.Thread(target=answer_as_the_ui_does, daemon=True)
+    thread = threading.Thread(target=answering, daemon=True)
     thread.start()
     decision = probe()
     thread.join(timeout=10)
+    return decision, main
 
-    refused = seen["refused"]
-    assert refused.status.value == "REJECT"
-    assert "drop" in refused.details.reason and "empty" in refused.details.reason
-    assert seen["state_after"].is_paused()
+
+def test_the_gate_form_refuses_a_bad_answer_in_one_line_beside_the_field_and_stays_paused(
+    prefect_server: None,
+) -> None:
+    """Both refusals as the UI meets them: the errors the form shows beside the fields (the
+    server's `/ui/schemas/validate` on the schema as the UI sends it) and the resume's
+    rejection (what the UI's toast shows): one line each, the run still paused."""
+    import httpx
+    from prefect.settings import PREFECT_API_URL
+
+    seen: dict[str, Any] = {}
+    control_runs = [r.run_id for r in _main_runs() if r.variant == "control"]
+    bad = {
+        "continue": {"decision": "continue", "drop": ["width=8"]},
+        "continue by default": {"drop": ["width=8-s0-abc"]},  # the form's default: continue
+        "control": {"decision": "trim", "drop": ["control"]},
+        "control run": {"decision": "trim", "drop": ["width=8", control_runs[0]]},
+    }
+
+    def answer(client: Any) -> None:
+        run = _paused(client, "gate-probe")
+        keyset = run.state.state_details.run_input_keyset
+        schema = json.loads(client.read_flow_run_input(run.id, keyset["schema"]))
+        seen["schema"] = schema
+        seen["description"] = json.loads(client.read_flow_run_input(run.id, keyset["description"]))
+        ui_schema = _as_the_ui_sends_it(schema)
+        for name, values in bad.items():
+            shown = httpx.post(
+                f"{PREFECT_API_URL.value()}/ui/schemas/validate",
+                json={"schema": ui_schema, "values": values},
+            ).json()
+            refused = client.resume_flow_run(run.id, run_input=values)
+            seen[name] = (shown, refused, client.read_flow_run(run.id).state)
+        seen["unknown"] = client.resume_flow_run(
+            run.id, run_input={"decision": "trim", "drop": ["width=16"]}
+        )
+        client.resume_flow_run(
+            run.id, run_input={"decision": "trim", "drop": ["width=8"], "note": "settled"}
+        )
+
+    decision, main = _ask("gate-probe", answer)
+
+    for name, line in [
+        ("continue", CONTINUE_LINE),
+        ("continue by default", CONTINUE_LINE),
+        ("control", CONTROL_LINE),
+        ("control run", CONTROL_LINE),
+    ]:
+        shown, refused, state = seen[name]
+        assert shown["valid"] is False, name
+        # beside the Drop field, first: the line (quoted by jsonschema's `const` message);
+        # a control's item is also out of the list of names the form offers (its enum)
+        [beside_drop] = [e for e in shown["errors"] if e.get("property") == "drop"]
+        assert beside_drop["errors"][0] == f"{line!r} was expected", name
+        assert refused.status.value == "REJECT", name
+        assert refused.details.reason == (
+            f"Reason: Validation failed for field 'drop'. Failure reason: {line!r} was expected"
+        ), name
+        assert "is not one of" not in refused.details.reason  # no list of allowed names
+        assert state.is_paused(), name
     assert decision.decision == "trim" and decision.source == "ui"
     assert decision.drop == [r.run_id for r in main if r.variant == "width=8"]
     properties = seen["schema"]["properties"]
@@ -230,13 +289,42 @@ def test_the_gate_form_refuses_continue_with_drops_and_keeps_the_run_paused(
     allowed = properties["drop"]["items"]["enum"]
     assert allowed == ["width=8", *[r.run_id for r in main if r.variant == "width=8"]]
     assert "Variants: width=8." in properties["drop"]["description"]
-    assert "the control cannot be dropped" in properties["drop"]["description"]
+    assert CONTROL_LINE in properties["drop"]["description"]
     unknown = seen["unknown"]
     assert unknown.status.value == "REJECT" and "width=16" in unknown.details.reason
-    # dropping the control (by name or run id) is refused beside the field, the run paused
-    for refused in seen["control"]:
-        assert refused.status.value == "REJECT" and "drop" in refused.details.reason
-    assert seen["state_after_control"].is_paused()
+
+
+def test_an_answer_the_form_refuses_after_the_server_took_it_is_asked_again_with_why(
+    prefect_server: None,
+) -> None:
+    """An answer written to the run's input through the API skips the server's check: the
+    flow refuses it in one line and pauses again (the line above the form), never crashes."""
+    seen: dict[str, Any] = {}
+
+    def answer(client: Any) -> None:
+        run = _paused(client, "gate-again-probe")
+        keyset = run.state.state_details.run_input_keyset
+        client.create_flow_run_input(
+            run.id,
+            key=keyset["response"],
+            value=json.dumps({"decision": "continue", "drop": ["width=8"]}),
+        )
+        seen["taken"] = client.resume_flow_run(run.id)  # the form's defaults: valid
+        again = _paused(client, "gate-again-probe", after=keyset)
+        keyset = again.state.state_details.run_input_keyset
+        seen["description"] = json.loads(
+            client.read_flow_run_input(again.id, keyset["description"])
+        )
+        client.resume_flow_run(again.id, run_input={"decision": "trim", "drop": ["width=8"]})
+
+    decision, main = _ask("gate-again-probe", answer)
+
+    assert seen["taken"].status.value == "ACCEPT"
+    first_line = seen["description"].splitlines()[0]
+    assert first_line == f"**Your answer was refused: {CONTINUE_LINE}.** Answer again below."
+    assert "## Gate: the policy recommends **continue**" in seen["description"]
+    assert decision.decision == "trim" and decision.source == "ui"
+    assert decision.drop == [r.run_id for r in main if r.variant == "width=8"]
 
 
 def test_the_gate_decision_names_the_dropped_runs_and_the_figures_after_the_trim() -> None:
@@ -263,11 +351,19 @@ def test_the_gate_answer_refuses_the_control_in_python_too() -> None:
     that builds an answer itself."""
     from pydantic import ValidationError
 
-    from flows.gate_ui import GateAnswer, gate_form
+    from flows.gate_ui import GateAnswer, gate_form, refusal
 
-    with pytest.raises(ValidationError, match="the control cannot be dropped"):
+    with pytest.raises(ValidationError, match=CONTROL_LINE):
         GateAnswer(decision="trim", drop=["control"])
     form = gate_form(GateDecision(decision="continue", reason="healthy"), _main_runs())
-    with pytest.raises(ValidationError, match="drop"):
-        form(decision="trim", drop=["control-s0-abc"])
+    refused = {
+        CONTROL_LINE: {"decision": "trim", "drop": ["control-s0-abc"]},
+        CONTINUE_LINE: {"drop": ["width=8"]},  # continue: the form's default
+        "'w16' is not a main-phase variant or run id of this plan (the Drop field's help "
+        "names them)": {"decision": "trim", "drop": ["w16"]},
+    }
+    for line, answer in refused.items():
+        with pytest.raises(ValidationError) as error:
+            form(**answer)
+        assert refusal(error.value) == line
     assert form(decision="trim", drop=["width=8"]).drop == ["width=8"]
