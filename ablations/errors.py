@@ -29,6 +29,7 @@ the whole tree, by cause, so a caller sees what it may catch without reading the
         │   ├── UntrustedObject   unsigned, wrongly signed or not what it should be
     │   └── ProtectedObject   a delete that would remove another writer's objects
         ├── LedgerError           the ledger cannot be opened or written
+        │   └── LedgerDamaged     ledger.db's bytes are damaged: SQLite cannot read it back
         ├── WorkerLost            a slot's worker process died under a job
         ├── JobFailed             a job failed in a worker for the machine's cause
         ├── SupersededAttempt     a pool attempt that is no longer the accepted one
@@ -264,6 +265,12 @@ class ProtectedObject(StoreError):
 
 class LedgerError(InfrastructureError):
     """The ledger cannot be opened or written."""
+
+
+class LedgerDamaged(LedgerError):
+    """ledger.db's bytes are damaged (SQLite reports a corrupt page, or the file is not a
+    database): nothing in it is trusted. The ledger holds nothing the completion records do
+    not, so the message says to move it aside and rerun, which writes it again."""
 
 
 class WorkerLost(InfrastructureError):

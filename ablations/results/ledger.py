@@ -37,6 +37,9 @@ from __future__ import annotations
 import datetime
 import math
 import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -51,7 +54,7 @@ from optuna.distributions import (
 )
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
-from ablations.errors import LedgerError
+from ablations.errors import LedgerDamaged, LedgerError
 from ablations.files.atomic import FILE_MODE, fsync_folder, refuse_link
 from ablations.files.names import LEDGER
 from ablations.plan.runs import variants
@@ -81,6 +84,80 @@ STATES: dict[RunStatus, TrialState] = {
 def absolute_ledger_url(out_dir: Path) -> str:
     """`sqlite:////abs/DIR/ledger.db`: the ledger's URL from any working directory."""
     return f"sqlite:///{(Path(out_dir).resolve() / LEDGER_FILE).as_posix()}"
+
+
+DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+"""SQLite's error names for a damaged file (`SQLITE_CORRUPT_INDEX`... too): not a lock, not a
+full disk, which a rerun rides through."""
+
+
+def damage(path: Path) -> str | None:
+    """What is damaged in the SQLite file at `path`, in SQLite's words, or None when SQLite
+    reads every page and every value back: `PRAGMA integrity_check`, then every row of every
+    table read as text (a value's bytes overwritten may leave the pages well-formed).
+    Opened read-only: nothing is written, a journal left beside it included."""
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            db.text_factory = bytes  # SQLite's own report may quote the damaged bytes
+            report = [row[0] for row in db.execute("PRAGMA integrity_check")]
+            if report != [b"ok"]:
+                first = next(line for line in report[0].splitlines() if not line.startswith(b"***"))
+                return f"integrity check: {first.decode(errors='replace')}"
+            db.text_factory = str
+            tables = [
+                row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            ]
+            for table in tables:
+                quoted = table.replace('"', '""')  # a name from the file itself
+                for _ in db.execute(f'SELECT * FROM "{quoted}"'):
+                    pass
+    except sqlite3.DatabaseError as exc:
+        return damage_words(exc) or f"{type(exc).__name__}: {exc}"
+    except UnicodeDecodeError:
+        return "a text value is not UTF-8"
+    return None
+
+
+def damage_words(exc: BaseException) -> str | None:
+    """SQLite's words when `exc`, or an exception it was raised from (SQLAlchemy's and Optuna's
+    wrap it), says the database file is damaged; None for any other failure."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, sqlite3.DatabaseError):
+            name = getattr(current, "sqlite_errorname", None) or ""
+            if name.startswith(DAMAGED) or type(current) is sqlite3.DatabaseError:
+                return str(current).splitlines()[0] if str(current) else name
+        orig = getattr(current, "orig", None)  # SQLAlchemy's DBAPIError keeps the driver's
+        current = (
+            orig if isinstance(orig, BaseException) else current.__cause__ or current.__context__
+        )
+    return None
+
+
+def damaged(path: Path, words: str) -> LedgerDamaged:
+    """The one line a damaged ledger gets, naming the file and what to do."""
+    return LedgerDamaged(
+        f"the ledger {path} is damaged ({words}): SQLite cannot read it back. It holds "
+        "nothing the run records do not: move it aside and rerun `ablate run` with the same "
+        "plan and folder, which writes it again"
+    )
+
+
+@contextmanager
+def damage_named(path: Path | None) -> Iterator[None]:
+    """Inside it, an Optuna or SQLAlchemy failure that SQLite raised for a damaged file is
+    `LedgerDamaged` naming `path`; any other failure passes as it is."""
+    try:
+        yield
+    except LedgerError:
+        raise
+    except Exception as exc:
+        words = damage_words(exc) if path is not None else None
+        if words is None:
+            raise
+        raise damaged(path, words) from exc  # type: ignore[arg-type]  # path set when words
 
 
 def _storage(url: str) -> optuna.storages.RDBStorage:
@@ -151,17 +228,23 @@ def open_ledger(
     if direction is None:
         direction = plan.metric.direction if plan is not None else "maximize"
     prefix = "sqlite:///"
+    path: Path | None = None
     if url.startswith(prefix) and url != f"{prefix}:memory:":
-        create_database_file(Path(url[len(prefix) :]))
-    storage = _storage(url)
-    study = optuna.create_study(
-        storage=storage, study_name=study_name, direction=direction, load_if_exists=True
-    )
-    if plan is not None and SPACE_ATTR not in study.user_attrs:
-        space = {k: distribution_to_json(d) for k, d in search_space(plan).items()}
-        study.set_user_attr(SPACE_ATTR, space)
-        study.set_user_attr("metric", plan.metric.name)
-        study.set_user_attr("question", plan.campaign.question)
+        path = Path(url[len(prefix) :])
+        create_database_file(path)
+        words = damage(path)
+        if words is not None:  # Optuna's own error would be StorageInternalError, unnamed
+            raise damaged(path, words)
+    with damage_named(path):
+        storage = _storage(url)
+        study = optuna.create_study(
+            storage=storage, study_name=study_name, direction=direction, load_if_exists=True
+        )
+        if plan is not None and SPACE_ATTR not in study.user_attrs:
+            space = {k: distribution_to_json(d) for k, d in search_space(plan).items()}
+            study.set_user_attr(SPACE_ATTR, space)
+            study.set_user_attr("metric", plan.metric.name)
+            study.set_user_attr("question", plan.campaign.question)
     return study
 
 

@@ -63,7 +63,13 @@ from ablations.files.names import (
 from ablations.report.build import build_report
 from ablations.report.decision import decision_reached
 from ablations.report.from_folder import manifest_inputs
-from ablations.results.ledger import LEDGER_FILE, LEDGER_URL, open_ledger, record_runs
+from ablations.results.ledger import (
+    LEDGER_FILE,
+    LEDGER_URL,
+    damage_named,
+    open_ledger,
+    record_runs,
+)
 from ablations.results.reload_doc import reload_markdown
 from ablations.run.records import Rejection, RunRecord
 from ablations.security.credentials import redact_url
@@ -250,14 +256,33 @@ def write_results_at(out_dir: Path) -> Manifest:
 def write_results(campaign: Campaign) -> Manifest:
     """The results step: the ledger, runs.csv, the report, RELOAD.md and manifest.json, from
     the completion records (read once); return the final manifest, as written."""
-    import pandas as pd
-
-    folder, out_dir = campaign.folder, campaign.out_dir
-    plan, registration = campaign.plan, campaign.registration
+    folder, out_dir, plan = campaign.folder, campaign.out_dir, campaign.plan
     by_id = campaign.records()
-    looks = campaign.looks()
-    rows = run_rows(campaign, by_id, looks)
     record_ledger(campaign, by_id)
+    manifest = derive_manifest(campaign, by_id, campaign.looks())
+    folder.write_text(RUNS_CSV, runs_csv(manifest.runs, plan.metric.name))
+    # First without `files` (a results step that did not finish); the report is built from
+    # this manifest as it is, as `ablate report` builds it from the file (`files` ignored).
+    # Its gate names who decided, as manifest.json does: the file always holds `source`.
+    folder.write_manifest(manifest)
+    gate = manifest.gate
+    inputs = manifest_inputs(out_dir, plan, manifest, gate_source=gate.source if gate else None)
+    build_report(out_dir, inputs)
+    # What `ablate run` ends with
+    manifest = manifest.model_copy(update={"decision_reached": decision_reached(inputs)})
+    folder.write_text(RELOAD, reload_markdown(manifest, plan))
+    manifest = manifest.model_copy(update={"files": campaign_files(out_dir)})
+    folder.write_manifest(manifest)
+    return manifest
+
+
+def derive_manifest(campaign: Campaign, by_id: dict[str, RunRecord], looks: Looks) -> Manifest:
+    """The manifest as the completion records (`by_id`), the `looks`, the registered plan and
+    the campaign's state files give it, without `decision_reached` and `files` (the results
+    step adds them once the report is written). Writes nothing: `ablate verify` derives it
+    again and compares."""
+    plan, registration = campaign.plan, campaign.registration
+    rows = run_rows(campaign, by_id, looks)
     records = list(by_id.values())
     gate = campaign.gate()
     assessment = assess_plan(plan, records=records, runs=campaign.runs)
@@ -277,7 +302,7 @@ def write_results(campaign: Campaign) -> Manifest:
             "planned_vs_realized_markdown": planned_vs_realized_markdown(pvr),
         }
     store = plan.checkpoint
-    manifest = Manifest(
+    return Manifest(
         manifest_format=MANIFEST_FORMAT,
         campaign_id=registration.campaign_id,
         plan_hash=registration.plan_hash,
@@ -301,20 +326,14 @@ def write_results(campaign: Campaign) -> Manifest:
         **realized,
         runs=rows,
     )
-    data = [_flat(r.model_dump(mode="json"), plan.metric.name) for r in rows]
-    folder.write_text(RUNS_CSV, pd.DataFrame(data, columns=RUN_COLUMNS).to_csv(index=False))
-    # First without `files` (a results step that did not finish); the report is built from
-    # this manifest as it is, as `ablate report` builds it from the file (`files` ignored).
-    # Its gate names who decided, as manifest.json does: the file always holds `source`.
-    folder.write_manifest(manifest)
-    inputs = manifest_inputs(out_dir, plan, manifest, gate_source=gate.source if gate else None)
-    build_report(out_dir, inputs)
-    # What `ablate run` ends with
-    manifest = manifest.model_copy(update={"decision_reached": decision_reached(inputs)})
-    folder.write_text(RELOAD, reload_markdown(manifest, plan))
-    manifest = manifest.model_copy(update={"files": campaign_files(out_dir)})
-    folder.write_manifest(manifest)
-    return manifest
+
+
+def runs_csv(rows: list[ManifestRun], metric: str) -> str:
+    """runs.csv's text: one flat row per manifest row, the plan's `metric` as its column."""
+    import pandas as pd
+
+    data = [_flat(r.model_dump(mode="json"), metric) for r in rows]
+    return str(pd.DataFrame(data, columns=RUN_COLUMNS).to_csv(index=False))
 
 
 def record_ledger(campaign: Campaign, records: dict[str, RunRecord]) -> None:
@@ -325,4 +344,5 @@ def record_ledger(campaign: Campaign, records: dict[str, RunRecord]) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # the campaign prints its own progress
     study = open_ledger(campaign.out_dir, campaign.registration.campaign_id, plan=campaign.plan)
     finished = [(p, records[p.run_id]) for p in campaign.runs if p.run_id in records]
-    record_runs(study, finished)
+    with damage_named(campaign.out_dir / LEDGER_FILE):  # a page SQLite reads only now
+        record_runs(study, finished)

@@ -13,7 +13,11 @@ What holds when there is no problem:
 - every file the manifest names is present, non-empty, of the recorded size and sha256, and
   parses or loads (CSV with pandas, weights with `torch.load(weights_only=True)`, ...); a
   pool run's exports are the files its host's signed result hashed (`export_sha256`);
-- runs.csv and the ledger agree with the manifest; each checkpoint URI names the run's own
+- every derived file (runs.csv, REPORT.md, REPORT.html, the manifest's derived fields and
+  `decision_reached`, preflight.json's verdict, gate.json's decision) is what the campaign's
+  own code builds again from the records and the registered plan
+  (`ablations.verify.derived`), so a derived file edited with the manifest rehashed fails;
+- the ledger agrees with the manifest; each checkpoint URI names the run's own
   step folder and, in a `file://` or `s3://` store, verifies and loads weights-only;
 - every accepted run's final model re-evaluates to its recorded metric within the tolerance;
 - no file holds a credential, and the manifest no absolute path into the folder or a temp dir;
@@ -119,7 +123,16 @@ def verify_folder(
         why = KEPT_MODEL[adapter] if adapter else "the workload's own loop keeps its model"
         found.notes.append(f"no final model is re-evaluated: {why}")
     models = _check_artifacts(out_dir, manifest, rows, found, weights=weights)
-    _check_runs_csv(out_dir, rows, found)
+    if registered is not None:
+        from ablations.verify.derived import check_derived
+
+        derived = check_derived(out_dir, registered, plan_hash, manifest)
+        add(derived)
+        release = _release(manifest) if derived else ""
+        if release:
+            found.notes.append(f"the derived files were built again{release}")
+    else:  # no plan to derive from: runs.csv against the manifest alone
+        _check_runs_csv(out_dir, rows, found)
     from ablations.verify.reload import check_checkpoint, check_ledger, reevaluate
 
     add(check_ledger(out_dir, manifest, manifest.ledger_file or LEDGER))

@@ -75,7 +75,7 @@ def _differences(source: str, mine: LookRecord, judged: LookRecord) -> list[Fold
     for key in type(mine).model_fields:
         if key in UNJUDGED or key == "judgements":
             continue
-        if not _same(getattr(mine, key), getattr(judged, key)):
+        if not same(getattr(mine, key), getattr(judged, key)):
             out.append(
                 FolderProblem(
                     source,
@@ -91,7 +91,7 @@ def _differences(source: str, mine: LookRecord, judged: LookRecord) -> list[Fold
     for variant in sorted(ours.keys() & theirs.keys()):
         given, expected = ours[variant].model_dump(), theirs[variant].model_dump()
         for key, value in given.items():
-            if not _same(value, expected.get(key)):
+            if not same(value, expected.get(key)):
                 out.append(
                     FolderProblem(
                         source,
@@ -107,11 +107,11 @@ def _differences(source: str, mine: LookRecord, judged: LookRecord) -> list[Fold
     return out
 
 
-def _same(given: Any, expected: Any) -> bool:
+def same(given: Any, expected: Any) -> bool:
     if isinstance(given, float) and isinstance(expected, float):
         return math.isclose(given, expected, rel_tol=REL_TOLERANCE, abs_tol=1e-15) or (
             math.isnan(given) and math.isnan(expected)
         )
     if isinstance(given, list) and isinstance(expected, list):
-        return len(given) == len(expected) and all(map(_same, given, expected))
+        return len(given) == len(expected) and all(map(same, given, expected))
     return bool(given == expected) and type(given) is type(expected)

@@ -41,18 +41,25 @@ def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Fo
         return [FolderProblem(ledger_file, "is empty")]
     import optuna
 
-    from ablations.results.ledger import STATES
+    from ablations.results.ledger import STATES, damage, damage_words
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with scratch_folder("verify-") as scratch:
         copy = Path(scratch) / LEDGER
         shutil.copyfile(path, copy)
+        words = damage(copy)
+        if words is not None:
+            return [_damaged(ledger_file, words)]
         try:
             study = optuna.load_study(
                 study_name=str(manifest.campaign_id), storage=f"sqlite:///{copy}"
             )
             trials = study.get_trials(deepcopy=False)
+            metric = study.user_attrs.get("metric")
         except Exception as exc:  # SQLAlchemy's message runs on with the SQL: one line
+            words = damage_words(exc)
+            if words is not None:
+                return [_damaged(ledger_file, words)]
             first = str(exc).splitlines()[0] if str(exc) else ""
             return [
                 FolderProblem(
@@ -78,7 +85,6 @@ def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Fo
                     f"{row.status} (expected {expected.name})",
                 )
             )
-        metric = study.user_attrs.get("metric")
         record = row.record()  # in STATES: finished, so it has one
         metrics = record.metrics if record is not None else {}
         recorded = metrics.get(metric) if isinstance(metric, str) else None
@@ -95,6 +101,14 @@ def check_ledger(out_dir: Path, manifest: Manifest, ledger_file: str) -> list[Fo
             FolderProblem(ledger_file, f"has a trial for run {stray}, which did not run")
         )
     return problems
+
+
+def _damaged(ledger_file: str, words: str) -> FolderProblem:
+    return FolderProblem(
+        ledger_file,
+        f"is damaged ({words}): SQLite cannot read it back; move it aside and rerun "
+        "`ablate run` with the same plan and folder, which writes it again from the records",
+    )
 
 
 def check_checkpoint(

@@ -378,6 +378,30 @@ def _decided_on_a_full_disk_by_an_older_release(folder: Path) -> str:
     return _failed_everywhere(folder, full) + " (the disk was full)"
 
 
+def _forge_the_decision_and_rehash(folder: Path) -> str:
+    """REPORT.md's decision rewritten and its hash in the manifest made to match: only the
+    report built again from the records can tell (`ablations.verify.derived`)."""
+    path = folder / "REPORT.md"
+    text = re.sub(
+        r"\*\*Decision reached\.\*\* .*", "**Decision reached.** Adopt width=8.", path.read_text()
+    )
+    path.write_text(text)
+    manifest = _manifest(folder)
+    entry = next(f for f in manifest["files"] if f["path"] == "REPORT.md")
+    entry.update(sha256=hashlib.sha256(text.encode()).hexdigest(), bytes=len(text.encode()))
+    _save(folder, manifest)
+    return "REPORT.md: line 7 is '...Decision reached.** Adopt width=8.', built again from"
+
+
+def _damage_the_ledger(folder: Path) -> str:
+    """100 bytes of ledger.db overwritten with 0xFF (was `internal error: StorageInternalError`)."""
+    path = folder / "ledger.db"
+    data = bytearray(path.read_bytes())
+    data[4096:4196] = b"\xff" * 100
+    path.write_bytes(bytes(data))
+    return "ledger.db: is damaged ("
+
+
 TAMPERS: list[Callable[[Path], str]] = [
     _flip_byte,
     _delete,
@@ -395,6 +419,8 @@ TAMPERS: list[Callable[[Path], str]] = [
     _hashed_by_another_release,
     _decided_on_a_lost_run,
     _decided_on_a_full_disk_by_an_older_release,
+    _forge_the_decision_and_rehash,
+    _damage_the_ledger,
 ]
 
 

@@ -128,9 +128,10 @@ def test_a_ledger_that_is_not_a_database_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "ledger.db").write_bytes(b"SQLite format 3\x00"[::-1] * 64)  # reversed: garbage
     lines = [str(p) for p in verify_folder(tmp_path).problems if str(p).startswith("ledger.db")]
     assert lines == [
-        "ledger.db: does not open with optuna: DatabaseError: (sqlite3.DatabaseError) file is "
-        "not a database"
-    ]  # SQLAlchemy's message goes on with the SQL on further lines: not shown
+        "ledger.db: is damaged (file is not a database): SQLite cannot read it back; move it "
+        "aside and rerun `ablate run` with the same plan and folder, which writes it again "
+        "from the records"
+    ]
 
 
 def _row(run_id: str, uri: str, continues: str | None = None) -> ManifestRun:
