@@ -6,6 +6,8 @@ and is Linux-only; the end of the pipe to the parent (EOF, seen by a watcher thr
 child is busy training) works everywhere but only for children that hold such a pipe.
 A worker forked by the fork server (`ablations.workers.zygote`) has the server as its parent,
 not the campaign: it keeps the pipe's watch and checks the campaign's pid, without the signal.
+The fork server reads its parent's pipe only once its preload (torch) is imported: it holds the
+signal until then (the thread that started it waits for that import, so cannot end first).
 """
 
 from __future__ import annotations
@@ -23,15 +25,28 @@ PR_SET_PDEATHSIG = 1
 # Looked up at import, not in a forked child: between fork and exec a child should only call
 # what is already loaded (another thread may have held the loader's lock at the fork).
 PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+SERVER_PARENT_ENV = "ABLATE_FORK_SERVER_PARENT"
+"""The pid of the process that starts the fork server (the campaign's), which it inherits: a
+server orphaned before it could ask for the parent-death signal sees so and exits."""
 _HANGUP = getattr(select, "POLLRDHUP", 0) | select.POLLHUP | select.POLLERR
 _WATCH_SECONDS = 0.2
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> None:
     """Ask the kernel to send `sig` to this process when its parent (strictly: the parent's
-    thread that started it) dies. A no-op off Linux. Safe between fork and exec."""
+    thread that started it) dies; 0 asks for nothing again. A no-op off Linux. Safe between
+    fork and exec."""
     if PRCTL is not None:
         PRCTL(PR_SET_PDEATHSIG, sig)
+
+
+def die_with_the_server_parent() -> None:
+    """In the fork server, before its preload: killed (SIGKILL) when the process that started
+    it dies, and ended at once when that process (`SERVER_PARENT_ENV`) is gone already."""
+    die_with_parent(signal.SIGKILL)
+    expected = os.environ.get(SERVER_PARENT_ENV, "")
+    if expected.isdigit() and os.getppid() != int(expected):
+        os._exit(1)
 
 
 def exit_when_parent_goes(conn: Connection, parent_pid: int) -> None:

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from ablations.errors import Problem
 from ablations.process.parent_watch import (
+    SERVER_PARENT_ENV,
     die_with_parent,
     exit_when_parent_goes,
     outlive_parent,
@@ -55,6 +56,9 @@ def _context() -> Any:
         return mp.get_context("spawn")
     context = mp.get_context("forkserver")
     context.set_forkserver_preload([_ZYGOTE])  # effective when the server starts (once)
+    # Who the server's parent must be, so the server sees it died before it could ask for the
+    # parent-death signal (`parent_watch.die_with_the_server_parent`).
+    os.environ[SERVER_PARENT_ENV] = str(os.getpid())
     return context
 
 

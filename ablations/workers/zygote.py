@@ -13,15 +13,27 @@ spawning every worker (and off Linux, where there is no fork server, that is the
 
 Only the fork server imports this module (`set_forkserver_preload`); importing it anywhere else
 imports torch and freezes the garbage collector's view of what that process has loaded. The
-server exits when the campaign process is gone (multiprocessing closes its pipe); a SIGTERM to
-the process group may end it sooner, which no worker depends on.
+server exits when the campaign process is gone: while it imports torch, by the parent-death
+signal (multiprocessing reads the campaign's pipe only after the preload: a campaign killed as
+it started once left the server importing for 5 s more), then when that pipe closes; a
+SIGTERM to the process group may end it sooner, which no worker depends on.
+
+The signal follows the campaign's thread that started the server, not the process: it is
+cleared once torch is imported. That thread cannot end before: it waits for the server's
+answer (the pid of the worker it asked for), which comes only after the preload.
 """
 
 from __future__ import annotations
 
 import gc
 
-import torch._dynamo  # noqa: F401  (torch, and what the first optimizer imports in a worker)
+from ablations.process.parent_watch import die_with_parent, die_with_the_server_parent
+
+# Killed with the campaign while importing: a kernel signal, not a thread's poll, which the
+# import's long C calls (loading libtorch) would hold off for as long as they hold the GIL.
+die_with_the_server_parent()
+
+import torch._dynamo  # noqa: E402, F401  (torch, and what the first optimizer imports in a worker)
 
 # Everything imported so far lives as long as the server and every worker: out of the
 # garbage collector's reach (the use `gc.freeze` is documented for, before forking). A
@@ -29,3 +41,6 @@ import torch._dynamo  # noqa: F401  (torch, and what the first optimizer imports
 # share, and the server's exit skips collecting them: 0.9 s less before a campaign's output
 # closes (measured; the server holds the campaign's stdout until it exits).
 gc.freeze()
+# From here multiprocessing reads the campaign's pipe; the thread that started the server may
+# end once its worker is forked, which must not kill the server.
+die_with_parent(0)
