@@ -16,7 +16,7 @@ from pathlib import Path
 from ablations.campaign.folder import CampaignFolder
 from ablations.checkpoint.store import CHECK_PREFIX
 from ablations.errors import OutsideFolder
-from ablations.files.names import LEDGER, LOGS, RUN_FOLDERS, WRITTEN_FOLDERS
+from ablations.files.names import COMMITS, LEDGER, LOGS, RUN_FOLDERS, WRITTEN_FOLDERS
 from ablations.plan.infrastructure import folder_store_path
 from ablations.run.records import RunRecord
 
@@ -54,7 +54,7 @@ def refuse_planted_links(out_dir: Path, store: str, campaign_id: str) -> None:
     names it); a link inside it was planted, and would take the campaign's writes elsewhere."""
     inside = folder_store_path(store, str(out_dir))
     store_root = Path(inside).relative_to(out_dir) if inside is not None else None
-    names = [*RUN_FOLDERS, LEDGER, LOGS]
+    names = [*RUN_FOLDERS, COMMITS, LEDGER, LOGS]
     if store_root is not None:
         names += [part.as_posix() for part in (store_root, store_root / campaign_id)]
     for name in names:

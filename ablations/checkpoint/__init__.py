@@ -2,6 +2,7 @@
 
 store.py     the `Store` protocol over fsspec (file, memory, S3) and `open_store`
 commit.py    step folders, the commit record written last, verified reads, retention
+held.py      each commit's digest as the campaign's folder holds it, checked at resume
 state.py     capture to host memory, safe (weights-only) load, exact restore
 saver.py     one background save in flight, retried with backoff
 outage.py    every store call of a run ridden through an outage (bounded backoff)

@@ -22,6 +22,7 @@ import re
 import time
 from dataclasses import dataclass, replace
 
+from ablations.checkpoint import held
 from ablations.checkpoint.fence import ACCEPTED
 from ablations.checkpoint.store import Store
 from ablations.errors import (
@@ -102,6 +103,14 @@ def committed_by_any(store: Store, identity: Identity) -> list[tuple[int, Identi
 
 def write(store: Store, identity: Identity, step: int, payload: dict[str, bytes]) -> str:
     """Write the payload objects, then the commit record; return the checkpoint's URI."""
+    return write_committed(store, identity, step, payload)[0]
+
+
+def write_committed(
+    store: Store, identity: Identity, step: int, payload: dict[str, bytes]
+) -> tuple[str, str]:
+    """`write`; return (the checkpoint's URI, the digest its campaign holds: the sha256 of
+    the commit record's bytes, `checkpoint/held.py`)."""
     base = step_key(identity, step)
     entries = {}
     for name, data in payload.items():
@@ -117,16 +126,28 @@ def write(store: Store, identity: Identity, step: int, payload: dict[str, bytes]
         "objects": entries,
     }
     record = sign(record, signing_key())  # with ABLATE_SIGNING_KEY: an HMAC over the fields
-    store.put(f"{base}/{COMMIT}", json.dumps(record, indent=1, sort_keys=True).encode())
-    return store.uri(base)
+    data = json.dumps(record, indent=1, sort_keys=True).encode()
+    store.put(f"{base}/{COMMIT}", data)
+    return store.uri(base), held.digest(data)
 
 
-def read(store: Store, identity: Identity, step: int) -> dict[str, bytes]:
-    """The verified payload of a committed step (`RefusedCheckpoint`, `ForeignCheckpoint`)."""
+def read(
+    store: Store, identity: Identity, step: int, *, holds: dict[int, str] | None = None
+) -> dict[str, bytes]:
+    """The verified payload of a committed step (`RefusedCheckpoint`, `ForeignCheckpoint`).
+
+    `holds`: the digests the campaign holds for the run's steps (`checkpoint/held.py`); the
+    commit record must be the one held for `step`. None: the campaign holds none."""
     base = step_key(identity, step)
     where = store.uri(base)
     try:
-        record = json.loads(store.get(f"{base}/{COMMIT}", limit=MAX_COMMIT_BYTES))
+        data = store.get(f"{base}/{COMMIT}", limit=MAX_COMMIT_BYTES)
+    except StoreError as exc:
+        raise RefusedCheckpoint(f"{where}: unreadable commit record: {exc}") from exc
+    if holds is not None:
+        _require_held(data, holds, step, where, identity.run_id)
+    try:
+        record = json.loads(data)
         verify(record, signing_key(), f"{where}/{COMMIT}")
         objects = dict(record["objects"])
     except UntrustedObject as exc:
@@ -155,6 +176,24 @@ def read(store: Store, identity: Identity, step: int) -> dict[str, bytes]:
             raise RefusedCheckpoint(f"{where}/{name} is corrupt: sha256 differs from its commit")
         payload[name] = data
     return payload
+
+
+def _require_held(data: bytes, holds: dict[int, str], step: int, where: str, run: str) -> None:
+    """`RefusedCheckpoint` unless the commit record is the one the campaign holds for `step`:
+    a record rewritten in the store (a model swapped in, its sha256 updated) verifies its own
+    objects, so only the campaign's digest tells it from the run's own commit."""
+    expected, found = holds.get(step), held.digest(data)
+    if expected == found:
+        return
+    why = (
+        f"holds sha256 {expected[:12]}... for it, this record hashes to {found[:12]}..."
+        if expected is not None
+        else "holds no commit of this step"
+    )
+    raise RefusedCheckpoint(
+        f"{where}/{COMMIT} is not a commit this campaign recorded: {held.COMMITS}/{run}.json "
+        f"{why} (rewritten in the store, or committed by someone else); refused"
+    )
 
 
 def remove(store: Store, identity: Identity, steps: list[int]) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ablations.checkpoint import commit, fence, state
 from ablations.checkpoint.commit import Identity
+from ablations.checkpoint.held import HeldCommits
 from ablations.checkpoint.interval import IntervalPolicy
 from ablations.checkpoint.outage import outlasting
 from ablations.checkpoint.saver import Outcome, Retry, Saver
@@ -45,6 +46,11 @@ class CheckpointManager:
         owner = spec.checkpoint_id or spec.run_id
         self.identity = Identity(spec.campaign_id, owner, spec.plan_hash, spec.attempt)
         self.fenced_run = (spec.campaign_id, spec.run_id)  # the pool's key for the pointer
+        # What the campaign's folder holds of this run's commits (`held.py`): none for a run
+        # without a folder, nor a pool attempt (its host has no folder; the signed store and
+        # the fence protect it).
+        folder = spec.out_dir if spec.attempt is None else None
+        self.held = HeldCommits(folder, owner) if folder else None
         self.superseded: str | None = None
         self.expected_step = spec.resume_step
         # Every call of the run to its store rides through an outage (`outage.py`).
@@ -75,10 +81,12 @@ class CheckpointManager:
         _, partial = commit.scan(self.store, self.identity)
         commit.remove(self.store, self.identity, partial)  # saves that died before commit
         step, refused, source = 0, [], self.identity
+        holds = self.held.held() if self.held is not None else None
         # Own commits and (on a pool) every earlier attempt's: the newest that verifies.
         for candidate, writer in reversed(commit.committed_by_any(self.store, self.identity)):
             try:
-                payload = commit.read(self.store, writer, candidate)
+                mine = holds if writer == self.identity else None
+                payload = commit.read(self.store, writer, candidate, holds=mine)
                 step, source = restore(payload), writer
                 break
             except ForeignCheckpoint:
@@ -142,6 +150,7 @@ class CheckpointManager:
         self._stalls[step] = stall
         self.policy.saved(step, self._elapsed)
         identity, store, keep = self.identity, self.store, self.section.keep_last
+        held = self.held
 
         def job() -> str:
             if identity.attempt is not None:
@@ -150,7 +159,9 @@ class CheckpointManager:
                 except fence.SupersededAttempt as exc:
                     self.superseded = str(exc)
                     raise
-            uri = commit.write(store, identity, step, serialize())
+            uri, digest = commit.write_committed(store, identity, step, serialize())
+            if held is not None:  # the campaign's record of it, before the older ones go
+                held.add(step, digest, keep_last=keep)
             commit.prune(store, identity, keep, step)
             return uri
 

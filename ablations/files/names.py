@@ -65,16 +65,19 @@ LOGS = "logs"
 and warnings, a command's own lines. Appended to as jobs run; not part of the verified record."""
 PREFLIGHT_LOG = f"{LOGS}/preflight.log"
 """The preflight's output (the restart check trains the workload three times)."""
+COMMITS = "commits"
+"""Each run's committed checkpoints as the campaign holds them (`commits/<run_id>.json`: step ->
+sha256 of its COMMIT.json), which a resume checks the store against (`checkpoint/held.py`)."""
 RUN_FOLDERS = (METRICS, PREDICTIONS, RECORDS, MODELS)
 """The folders holding one file (or two) per run."""
-WRITTEN_FOLDERS = ("", *RUN_FOLDERS)
+WRITTEN_FOLDERS = ("", *RUN_FOLDERS, COMMITS)
 """Where the campaign writes files through temporaries (`.<name>.<random>.tmp`, `.part`)."""
 
 TOP_LEVEL = frozenset(
     {
         *(MANIFEST, PLAN, RUNS_CSV, REPORT, REPORT_HTML, RELOAD, *PLOTS),
         *(REGISTRATION, PROJECTION, PREFLIGHT, GATE, LOOKS, REFRAME_DRAFT),
-        *(LEDGER, LEDGER_LOCK, LOCK, PROBE_JSON, PROBE_MD, LOGS),
+        *(LEDGER, LEDGER_LOCK, LOCK, PROBE_JSON, PROBE_MD, LOGS, COMMITS),
         *RUN_FOLDERS,
     }
 )
