@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -225,6 +226,7 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 serve.kill()
         server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     for line in failures:
         print(f"FAIL {line}")
     return 1 if args.check and failures else 0
