@@ -12,6 +12,8 @@ The policy reads only the pilot's records, the preflight report and the measured
   rejected and at least two of them), then drop the lowest categories (the plan's
   `trim_order`) while the projected time does not fit the window;
 - otherwise continue.
+A pilot run whose last evaluation came before its last step (a program ignoring
+`ABLATE_UNTIL`) is judged on that evaluation, and every decision's reason says so.
 A person answering in the UI may only drop registered runs, never add new ones.
 """
 
@@ -166,6 +168,29 @@ def _control_problem(plan: Plan, pilot: list[RunRecord]) -> str | None:
     return None
 
 
+def judged_early(pilot: list[RunRecord]) -> list[str]:
+    """`pilot of control seed 0 judged at step 40 of 60 (its last evaluation)`: each pilot
+    run that trained past its last evaluation (its code evaluated only every `eval_every`
+    steps, not at `ABLATE_UNTIL`), so the gate read an older value than the run's end. A
+    stopped run is left out: its rule ended it where its message says."""
+    early = []
+    for record in pilot:
+        if record.status == "stopped" or not record.evaluations:
+            continue
+        last = int(record.evaluations[-1]["step"])
+        if last < record.steps_done:
+            early.append(
+                f"pilot of {record.variant} seed {record.seed} judged at step {last} of "
+                f"{record.steps_done} (its last evaluation)"
+            )
+    if not early:
+        return []
+    return [
+        f"{'; '.join(early)}: evaluate at the pilot's last step too (ABLATE_UNTIL, "
+        "ablate.until()) to be judged on it"
+    ]
+
+
 def auto_decision(
     plan: Plan,
     pilot: list[RunRecord],
@@ -175,7 +200,23 @@ def auto_decision(
     slots: int,
     elapsed_hours: float = 0.0,
 ) -> GateDecision:
-    """The registered policy's decision from the pilot's records."""
+    """The registered policy's decision from the pilot's records; its reason names each
+    pilot run judged on an evaluation before its last step (`judged_early`)."""
+    decision = _policy(plan, pilot, preflight, main_runs, slots, elapsed_hours)
+    early = judged_early(pilot)
+    if not early:
+        return decision
+    return decision.model_copy(update={"reason": "; ".join([decision.reason, *early])})
+
+
+def _policy(
+    plan: Plan,
+    pilot: list[RunRecord],
+    preflight: PreflightReport,
+    main_runs: list[PlannedRun],
+    slots: int,
+    elapsed_hours: float,
+) -> GateDecision:
     if not preflight.passed:  # a defect to fix, whatever the triggers: never a question
         return GateDecision(decision="fix", reason=preflight_defect(preflight))
     missing = _missing_metric(pilot)

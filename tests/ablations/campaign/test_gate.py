@@ -248,3 +248,32 @@ def test_the_gate_states_the_power_its_max_buys(demo_data: dict[str, Any]) -> No
     assert suggested is not None and suggested > 12
     assert f"power at 2x the useful effect {power:.0%} with max 12" in decision.reason
     assert f"(80% needs max {suggested})" in decision.reason
+
+
+def test_a_pilot_judged_before_its_last_step_is_named_in_the_reason(
+    demo_data: dict[str, Any],
+) -> None:
+    """A program that ignores ABLATE_UNTIL evaluates every eval_every steps only: its pilot
+    trains to its last step but its value is an older evaluation's. Whatever the decision,
+    its reason says which run was judged where; a run evaluated at its end is not named."""
+    plan, pilot, main = _setup(demo_data)
+    control = next(r for r in pilot if r.variant == "control")
+    others = [_record(r) for r in pilot if r.variant != "control"]
+    early = _record(control).model_copy(
+        update={"evaluations": [{"step": 10, "accuracy": 0.9}, {"step": 20, "accuracy": 0.95}]}
+    )
+    assert early.steps_done > 20
+    named = f"pilot of control seed {control.seed} judged at step 20 of {control.steps}"
+    decision = auto_decision(plan, [early, *others], PASSED, main, slots=1)
+    assert decision.decision == "continue"
+    assert f"{named} (its last evaluation)" in decision.reason, decision.reason
+    assert "ABLATE_UNTIL" in decision.reason
+    below = early.model_copy(update={"status": "rejected", "metrics": {"accuracy": 0.5}})
+    reframed = auto_decision(plan, [below, *others], PASSED, main, slots=1)
+    assert reframed.decision == "reframe" and named in reframed.reason, reframed.reason
+    on_time = auto_decision(plan, [_record(r) for r in pilot], PASSED, main, slots=1)
+    assert "judged at step" not in on_time.reason
+    stopped = early.model_copy(
+        update={"status": "stopped", "stop": Stop(rule="quality", step=20, message="below")}
+    )
+    assert "judged at step" not in auto_decision(plan, [stopped], PASSED, main, slots=1).reason
