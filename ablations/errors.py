@@ -13,6 +13,7 @@ the whole tree, by cause, so a caller sees what it may catch without reading the
     │   ├── GateUnanswerable      a UI gate with no Prefect server to answer it in
     │   ├── WorkloadError         the user's training code: not importable, not the protocol
     │   │   ├── MissingMetric     evaluated without the plan's metric
+    │   │   ├── NoReport          a command's program silent past workload.report_timeout_seconds
     │   │   ├── WorkloadFailed    a job failed in a worker because the workload's code raised
     │   │   └── NoUsableRestart   a run that cannot be restarted exactly (a `restart` stop)
     │   ├── DataError             the data is not the data it must be
@@ -178,6 +179,12 @@ class GateUnanswerable(InputError):
 
 class WorkloadError(InputError):
     """The user's workload could not be imported or does not follow the protocol."""
+
+
+class NoReport(WorkloadError):
+    """A command's program sent no report line for `workload.report_timeout_seconds` (hung,
+    or waiting on its stdin for an answer it never asked for): its process group was killed
+    and the run failed, a defect of the code (a rerun would hang the same way)."""
 
 
 class MissingMetric(WorkloadError):

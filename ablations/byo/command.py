@@ -31,10 +31,17 @@ decide (checkpoint, stop) is answered at its next question, which must come with
 of a second, and at step `M` (the last step it trains, or an interval checkpoint's: those are
 exact). Any other line is the program's own output, passed through. A program that never asks
 for replies is stopped by SIGTERM, and cannot be asked for checkpoints.
+
+The program runs in a process group of its own (a Ctrl-C at the terminal reaches ablate, which
+stops it through the protocol, not the program directly) and dies with the worker that started
+it. A program silent for `workload.report_timeout_seconds` (default 600: hung, or blocked
+reading its stdin for an answer it never asked for) has its group killed, and its run fails
+with "no report for N s" (`NoReport`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -43,6 +50,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
@@ -52,8 +60,10 @@ import torch
 
 from ablations.byo import run_variables
 from ablations.byo.session import Reply, Session
-from ablations.errors import WorkloadError
+from ablations.errors import NoReport, WorkloadError
 from ablations.plan.section import PLACEHOLDER, ParamValue, shown
+from ablations.process.parent_watch import PRCTL, die_with_parent
+from ablations.process.preemption import TERMINATE
 from ablations.process.scratch import scratch_folder
 from ablations.run.records import RunSpec
 
@@ -66,6 +76,9 @@ STOP_GRACE_SECONDS = 30.0
 """After SIGTERM, how long a program may take to save and exit before it is killed."""
 STDERR_TAIL = 20
 """Lines of the program's stderr kept for the error of a run whose program failed."""
+WATCH_SECONDS = 0.25
+"""How often the watch looks at the program's silence and at a terminate request: a timeout
+fires at most this late."""
 
 
 def command_line(command: list[str], params: Mapping[str, ParamValue]) -> list[str]:
@@ -136,7 +149,8 @@ class CommandWorkload:
             checkpoint.mkdir()
             step = session.restore(resume)
             env = environment(spec, checkpoint, resume if step else None, step)
-            _Conversation(argv, env, session, checkpoint, spec.workdir).run()
+            timeout = spec.workload.report_timeout
+            _Conversation(argv, env, session, checkpoint, spec.workdir, timeout).run()
             # Read while the scratch folder exists; a run a stop rule or a SIGTERM ended
             # keeps no predictions (the program may have been ended writing them).
             predictions = Path(env["ABLATE_PREDICTIONS"])
@@ -155,8 +169,9 @@ class _Conversation:
         session: Session,
         folder: Path,
         workdir: str | None,
+        timeout: float,
     ):
-        self.session, self.folder = session, folder
+        self.session, self.folder, self.timeout = session, folder, timeout
         if workdir is not None and not Path(workdir).is_dir():
             raise WorkloadError(
                 f"cannot start {argv[0]!r} in {workdir}, the folder `ablate run` started in: "
@@ -165,30 +180,46 @@ class _Conversation:
             )
         self.stderr: deque[str] = deque(maxlen=STDERR_TAIL)
         self.terminated = False
+        self.silent_for: float | None = None
+        """Set when the watch killed the program for its silence: the seconds it waited."""
+        self.asks = False
+        """It has asked for an answer (it can hear one: `ablate_report` batching its steps)."""
+        self._heard = time.monotonic()
+        """When the program's last report was answered (or it started)."""
+        self._busy = False
+        """A report is being handled: ablate's time (a commit) is not the program's silence."""
+        self._ended = threading.Event()
         try:
             self.process = subprocess.Popen(
                 argv,
                 cwd=workdir,
                 env=env,
+                # The protocol's answers come on stdin: a pipe, written only when asked.
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
                 bufsize=1,
+                # Its own session and group: a Ctrl-C at the terminal reaches ablate, which
+                # ends the run through the protocol; a timeout kills all the program started.
+                start_new_session=True,
+                # Dies with this process (the slot's worker), kill -9 included: the watch
+                # below is this process's, so a program must not outlive it.
+                preexec_fn=_die_with_parent if PRCTL is not None else None,
             )
         except OSError as exc:
             raise WorkloadError(f"cannot start {argv[0]!r}: {exc}") from exc
         session.program_pid = self.process.pid
         self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_reader.start()
+        self._watch_thread = threading.Thread(target=self._watch, daemon=True)
+        self._watch_thread.start()
 
     def run(self) -> None:
         process = self.process
         assert process.stdout is not None
         stopping = False
         """The program was answered `stop`."""
-        asks = False
-        """It has asked for an answer (it can hear one: `ablate_report` batching its steps)."""
         held = Reply(checkpoint=False, stop=False)
         """What the reports sent without asking decided, for the next answer."""
         try:
@@ -197,9 +228,11 @@ class _Conversation:
                 if message is None:
                     sys.stdout.write(line)  # the program's own output
                     continue
+                self._busy = True
                 if "saved" in message:
                     self.session.commit(int(message["saved"]), self.folder)
                     self._answer(message, {"ok": True})
+                    self._heard, self._busy = time.monotonic(), False
                     continue
                 if stopping:  # it trains on after being told to stop: end it
                     self._terminate()
@@ -207,23 +240,49 @@ class _Conversation:
                 if self.session.stop is None:  # after a rule fired, later steps are moot
                     reply = self._report(message)
                     held = Reply(held.checkpoint or reply.checkpoint, held.stop or reply.stop)
-                asks = asks or bool(message.get("reply"))
+                self.asks = self.asks or bool(message.get("reply"))
                 if message.get("reply"):
                     answer = {"checkpoint": held.checkpoint, "stop": held.stop}
                     self._answer(message, {**answer, "next": self.session.next_due()})
                     stopping, held = held.stop, Reply(checkpoint=False, stop=False)
-                elif held.stop and not asks:
+                elif held.stop and not self.asks:
                     self._terminate()  # it never asks: it cannot hear the answer
                     break
+                self._heard, self._busy = time.monotonic(), False
+            self._busy = False  # its output ended: the watch times its exit too
             code = process.wait(timeout=STOP_GRACE_SECONDS if stopping else None)
         except BaseException:
             self._kill()
             raise
         finally:
+            self._ended.set()
             self._stderr_reader.join(timeout=5)
+        if self.silent_for is not None:
+            raise NoReport(
+                f"no report for {self.silent_for:g} s (after step {self.session.step}; "
+                "workload.report_timeout_seconds): the program was killed. Is it waiting on "
+                "its stdin, or does its start or a step take longer? Raise the limit then"
+            )
         if code != 0 and not self.terminated:
             tail = "".join(self.stderr).strip()
             raise WorkloadError(f"the command exited with {code}: {tail[-2000:]}")
+
+    def _watch(self) -> None:
+        """Kill the program once it has been silent for the timeout; SIGTERM it when this
+        process is asked to terminate and it never asks for answers (it cannot hear `stop`,
+        and a hung one would hold the worker to the end of its grace period)."""
+        told = False
+        while not self._ended.wait(WATCH_SECONDS):
+            if TERMINATE.requested and not self.asks and not told:
+                told = True
+                if self.session.interrupted_at is None and self.session.stop is None:
+                    self.session.interrupted_at = self.session.step
+                self.terminated = True
+                self._signal(signal.SIGTERM)
+            silent = time.monotonic() - self._heard
+            if not self._busy and silent > self.timeout and self.silent_for is None:
+                self.silent_for = self.timeout
+                self._signal(signal.SIGKILL)
 
     def _report(self, message: dict[str, Any]) -> Reply:
         """The session's reply to a report, or to steps reported together."""
@@ -256,17 +315,22 @@ class _Conversation:
 
     def _terminate(self) -> None:
         self.terminated = True
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=STOP_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                self._kill()
+        self._signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            self._kill()
 
     def _kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        self._signal(signal.SIGKILL)
+        self.process.wait()
+
+    def _signal(self, sig: int) -> None:
+        """Send `sig` to the program's whole group (what it started too). Only while the
+        program is not reaped: until then its pid, the group's id, cannot be reused."""
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, sig)
 
     def _read_stderr(self) -> None:
         stream: IO[str] | None = self.process.stderr
@@ -274,6 +338,11 @@ class _Conversation:
         for line in stream:
             self.stderr.append(line)
             sys.stderr.write(line)
+
+
+def _die_with_parent() -> None:
+    """In the program's process, before exec: SIGKILL when the worker dies."""
+    die_with_parent(signal.SIGKILL)
 
 
 def number(value: object, what: str) -> float:

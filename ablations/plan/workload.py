@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
+    Field,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
@@ -33,6 +34,15 @@ ADAPTER_ENTRIES = {
     "hf_trainer": HF_TRAINER_ENTRY,
 }
 """Each `workload` field naming a framework's own loop, and the adapter entry it stands for."""
+
+DEFAULT_REPORT_TIMEOUT_SECONDS = 600.0
+"""A command's limit when the plan sets none: ten minutes without a report is far beyond a
+training step or an evaluation of a campaign sized for rented hours, and short enough that a
+hung program does not idle a card for long."""
+MAX_REPORT_TIMEOUT_SECONDS = 86_400.0
+"""A day: a program silent longer is hung, and a larger number is a typo."""
+
+TimeoutSeconds = Annotated[float, Field(gt=0, le=MAX_REPORT_TIMEOUT_SECONDS, allow_inf_nan=False)]
 
 
 class LightningSection(Section):
@@ -75,6 +85,13 @@ class WorkloadSection(Section):
     instead of an entry: `args` are the `TrainingArguments` keywords ablate owns (steps,
     evaluation, seed, device, output folder); pass them on with your own (`pip install
     'ablate[hf]'`; see docs/own-code.md, "Hugging Face Trainer")."""
+    report_timeout_seconds: TimeoutSeconds | None = None
+    """For `command` only: seconds the program may go without a report line (from its start,
+    and between reports; ablate's own time answering it is not counted). Past it the run
+    fails with "no report for N s" (a defect of the code, like any crash), its process group
+    is killed and the campaign goes on; the preflight's restart check is held to it too.
+    Default 600 (`DEFAULT_REPORT_TIMEOUT_SECONDS`); raise it for a program whose start or
+    single step takes longer. Left out of the plan hash when unset."""
     params: dict[str, ParamValue] = {}
     """Base parameters passed to every run; `control` and factor levels override them."""
     steps: PositiveInt = 300
@@ -108,10 +125,10 @@ class WorkloadSection(Section):
 
     @model_serializer(mode="wrap")
     def _unset_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Plans registered before `code` and `data_sha256` existed keep their hash (and run
-        ids): each is left out while unset."""
+        """Plans registered before `code`, `data_sha256` and `report_timeout_seconds` existed
+        keep their hash (and run ids): each is left out while unset."""
         data: dict[str, Any] = handler(self)
-        for name in ("code", "data_sha256"):
+        for name in ("code", "data_sha256", "report_timeout_seconds"):
             if data.get(name) is None:
                 data.pop(name, None)
         return data
@@ -157,7 +174,19 @@ class WorkloadSection(Section):
                     f"`{given[0]}` run reads its own data: leave it out"
                 )
             data = {**data, "entry": adapter}
+        if data.get("report_timeout_seconds") is not None and data.get("command") is None:
+            raise ValueError(
+                "report_timeout_seconds limits a `command` program's silence; other workloads "
+                "report from this process: leave it out"
+            )
         return data
+
+    @property
+    def report_timeout(self) -> float:
+        """Seconds a command's program may go without a report (the plan's, or the default)."""
+        if self.report_timeout_seconds is None:
+            return DEFAULT_REPORT_TIMEOUT_SECONDS
+        return self.report_timeout_seconds
 
     @field_validator("hf_trainer")
     @classmethod
