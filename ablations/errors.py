@@ -300,7 +300,8 @@ class SupersededAttempt(InfrastructureError):
 class Interrupted(InfrastructureError):
     """A run ended by a terminate request at `step`, its checkpoint there saved or not: the
     machine is being taken away, a cause of the infrastructure (as `CampaignInterrupted`).
-    The driver catches it and records the run as interrupted; it never reaches a caller."""
+    The driver catches it and records the run as interrupted; a restart check it ends
+    reports it as its error, which the campaign (asked to stop) does not keep."""
 
     def __init__(self, step: int, *, saved: bool) -> None:
         super().__init__(f"interrupted at step {step}")

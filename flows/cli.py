@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import contextvars
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, cast
 
 from ablations.cli.arguments import module_name, positive_seconds, store_url, webhook_url
@@ -153,6 +155,8 @@ def run_command(args: argparse.Namespace) -> int:
     opened: list[LocalSlots] = []
     if local and plan.checkpoint.on_terminate:
         _save_on_sigterm(plan, out_dir, opened)
+    if local:
+        _stop_on_ctrl_c(plan, opened)
     require_configured_api("run")  # a dead PREFECT_API_URL: one line, exit 1, nothing started
     # One writer per folder, before anything is written to it (or a server started for it).
     with hold_folder(out_dir):
@@ -167,6 +171,8 @@ def run_command(args: argparse.Namespace) -> int:
         except BaseException as exc:
             if server is not None:  # at once; a finished campaign stops it after Prefect's drains
                 server.stop()
+            if TERMINATE.requested and TERMINATE.reason == CTRL_C:
+                return EXIT_INTERRUPTED  # its one line was printed when it came
             if TERMINATE.requested:  # the slots are closed: every run saved what it could
                 raise CampaignInterrupted(
                     f"{TERMINATE.reason} received: every run that was running committed a "
@@ -227,6 +233,56 @@ def _save_on_sigterm(plan: Plan, out_dir: Path, opened: list[LocalSlots]) -> Non
         deadline.start()
 
     listen_for_sigterm(then=forward)
+
+
+CTRL_C = "SIGINT"
+"""`TERMINATE.reason` after a Ctrl-C (the signal's name, as a SIGTERM's is `SIGTERM`)."""
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+"""130: what a shell reports for a command a Ctrl-C ended, and what `ablate run` exits with."""
+
+
+def _stop_on_ctrl_c(plan: Plan, opened: list[LocalSlots]) -> None:
+    """On a Ctrl-C, stop as on a SIGTERM (each running run commits its step, when the plan
+    saves on terminate, and nothing new starts), say so in one line at once, and exit 130
+    without tracebacks, no gate or preflight verdict recorded. The terminal sends SIGINT to
+    the whole process group: the slot workers ignore it, and a command's program and the
+    temporary Prefect server are in groups of their own, so only this process acts on it.
+    A second Ctrl-C exits at once (the runs resume from their last committed checkpoint)."""
+    from flows.environment import silence_run_failures
+
+    saves = plan.checkpoint.on_terminate
+    grace = plan.checkpoint.terminate_grace_seconds if saves else 0.0
+
+    def give_up() -> None:
+        os.write(
+            sys.stderr.fileno(),
+            f"error: the campaign did not stop within {grace:g} s of the Ctrl-C "
+            "(checkpoint.terminate_grace_seconds); rerun the same command to resume\n".encode(),
+        )
+        os._exit(EXIT_INTERRUPTED)
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if TERMINATE.requested and TERMINATE.reason == CTRL_C:  # the second: at once
+            os._exit(EXIT_INTERRUPTED)
+        first = not TERMINATE.requested
+        TERMINATE.request(CTRL_C)
+        if not first:  # a SIGTERM came first: its own line and deadline hold
+            return
+        silence_run_failures()  # each run stopping fails its task: this line says it all
+        for executor in opened:
+            executor.terminate()
+        what = "commit their current step and stop" if saves else "stop"
+        # os.write: a signal handler must not re-enter a buffered stream the main thread uses.
+        os.write(
+            sys.stderr.fileno(),
+            f"\ninterrupted: the running runs {what} (within {grace:g} s; Ctrl-C again to quit "
+            "at once); rerun the same command to resume\n".encode(),
+        )
+        deadline = threading.Timer(grace + 2.0, give_up)
+        deadline.daemon = True
+        deadline.start()
+
+    signal.signal(signal.SIGINT, handler)
 
 
 @contextmanager

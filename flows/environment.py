@@ -35,10 +35,21 @@ class _ErrorsReportedByTheCommand(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.ERROR:
             return True
-        if not self.keep_lines:
+        if not self.keep_lines or _SILENCED:
             return False
         record.exc_info, record.exc_text = None, None  # the line for the UI, no traceback
         return True
+
+
+_SILENCED = False
+
+
+def silence_run_failures() -> None:
+    """From now on drop those lines entirely, even for a configured server: after a Ctrl-C
+    every run that stops fails its task, and the command's one line says why (a signal
+    handler calls this: it only sets a flag)."""
+    global _SILENCED
+    _SILENCED = True
 
 
 def quiet_run_failures(*, keep_lines: bool) -> None:

@@ -101,6 +101,9 @@ class TemporaryServer:
             # SIGTERM when the campaign process dies, even by SIGKILL: no orphaned server
             # holds the database (`ablate run` starts it from its main thread, first).
             preexec_fn=die_with_parent if PRCTL is not None else None,
+            # Out of the terminal's process group: a Ctrl-C reaches `ablate run`, which
+            # stops its runs while the server still answers, then stops the server.
+            start_new_session=True,
         )
 
     @property

@@ -36,6 +36,7 @@ from ablations.byo.trace import RestartTrace
 from ablations.checkpoint.commit import Identity, remove_writer
 from ablations.checkpoint.manager import CheckpointManager
 from ablations.checkpoint.store import open_store
+from ablations.errors import Interrupted
 from ablations.run.records import RunSpec, Stop
 
 Cause = Literal["nondeterministic", "batches", "state", "random", "unknown"]
@@ -79,6 +80,8 @@ def _run(spec: RunSpec, factory: ExternalWorkload, middle: int) -> _Run:
         factory.run_external(spec, session)
     finally:
         session.close()
+    if session.interrupted_at is not None:  # a terminate request: no verdict, no next run
+        raise Interrupted(session.interrupted_at, saved=False)
     if session.stop is not None:
         raise _Stopped(session.stop)
     return _Run(dict(session.losses), session.trace)

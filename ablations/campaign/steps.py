@@ -66,6 +66,8 @@ def run_preflight(campaign: Campaign, executor: Executor) -> PreflightReport:
         }
     )
     report = executor.preflight(spec, plan.workload.expected_inputs)
+    if TERMINATE.requested and not report.passed:  # cut short: it found nothing to fix
+        raise CampaignInterrupted(f"preflight stopped: {TERMINATE.reason} received")
     report = report.model_copy(update={"check_id": spec.run_id})
     campaign.folder.write_preflight(report)
     if report.error is not None and report.error.cause == "infrastructure":

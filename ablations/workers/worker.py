@@ -104,6 +104,10 @@ def _serve(
     # server's, taken when the server started.
     os.environ.clear()
     os.environ.update(environ)
+    # A Ctrl-C at the terminal reaches the whole process group, this child too: the campaign
+    # process alone decides what it means (its runs commit and stop on the SIGTERM it passes
+    # on), so the child's run is not torn out from under it by a KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if terminate_grace_seconds is not None:
         listen_for_sigterm(then=functools.partial(outlive_parent, terminate_grace_seconds))
     # Die with the campaign process, kill -9 included, even mid-run: nothing of a dead

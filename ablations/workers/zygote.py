@@ -26,8 +26,15 @@ answer (the pid of the worker it asked for), which comes only after the preload.
 from __future__ import annotations
 
 import gc
+import signal
 
 from ablations.process.parent_watch import die_with_parent, die_with_the_server_parent
+
+# A Ctrl-C at the terminal reaches the whole process group, this server too: multiprocessing
+# protects it from SIGINT only after its preload (seconds of importing torch), and a server
+# killed there fails every worker's start with a traceback. The campaign process alone acts on
+# it (`flows/cli.py`), so ignore it from the first line (the workers ignore it too).
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 # Killed with the campaign while importing: a kernel signal, not a thread's poll, which the
 # import's long C calls (loading libtorch) would hold off for as long as they hold the GIL.
