@@ -48,13 +48,13 @@ def execute(
         factory.run_external(spec, session)
         stop = session.stop
         if session.interrupted_at is not None:
-            pass  # preempted: recorded as interrupted below, once its save is committed
+            pass  # preempted (maybe before any evaluation): recorded as interrupted below
         elif stop is None and session.step < session.end:
             raise WorkloadError(
                 f"the training code ended at step {session.step} of {session.end} without "
                 "being asked to stop"
             )
-        if stop is None and not session.evaluations:
+        elif stop is None and not session.evaluations:
             raise MissingMetric(
                 f"the training code reported no {spec.metric.name!r} by step {session.step}: it "
                 f"must evaluate every {spec.workload.eval_every} steps and at the last step it "

@@ -1,10 +1,13 @@
 """A command's program silent for `workload.report_timeout_seconds`: its run fails with "no
 report for N s" (the workload's cause), everything it started is killed, and the preflight's
-restart check is held to the same limit; the plan's field is bounded and command-only."""
+restart check is held to the same limit; the plan's field is bounded and command-only. A
+silent program is also stopped at once when the run is asked to terminate (a Ctrl-C)."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +16,11 @@ import pytest
 from ablations.byo.command import CommandWorkload
 from ablations.byo.restart import external_restart_check
 from ablations.byo.run import execute
-from ablations.errors import NoReport, PlanError
+from ablations.errors import Interrupted, NoReport, PlanError
 from ablations.plan.infrastructure import CheckpointSection
 from ablations.plan.model import parse_plan, plan_hash
 from ablations.plan.workload import DEFAULT_REPORT_TIMEOUT_SECONDS, WorkloadSection
+from ablations.process.preemption import TERMINATE
 from tests.ablations.byo.test_command import spec_for
 
 HANGING = Path(__file__).with_name("hanging_script.py")
@@ -101,3 +105,37 @@ def test_the_plan_field_is_bounded_command_only_and_out_of_the_hash_when_unset()
     unset = parse_plan(_plan())
     assert "report_timeout_seconds" not in unset.model_dump(mode="json")["workload"]
     assert plan_hash(unset) != plan_hash(parse_plan(_plan(report_timeout_seconds=5)))
+
+
+@pytest.fixture
+def terminate_soon() -> Iterator[None]:
+    """A terminate request (a Ctrl-C or SIGTERM passed on to the worker) one second in."""
+    timer = threading.Timer(1.0, TERMINATE.request, args=("SIGTERM",))
+    timer.start()
+    yield
+    timer.cancel()
+    TERMINATE.clear()
+
+
+def test_a_silent_program_is_stopped_at_once_on_a_terminate_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, terminate_soon: None
+) -> None:
+    """It never asks for answers, so it cannot hear `stop`: it is sent SIGTERM at once, not
+    left to the grace period's end, and its run is interrupted (resumed by a rerun), not a
+    failure of the workload that would have the gate answer `fix`."""
+    monkeypatch.setenv("HANG_AFTER", "2")
+    spec = spec_for(None, tmp_path, command=["python", str(HANGING)])
+    started = time.monotonic()
+    record = execute(spec.with_workload(report_timeout_seconds=60.0), CommandWorkload)
+    assert time.monotonic() - started < 10
+    assert record.interrupted and record.error is not None, record
+    assert record.error.cause == "infrastructure" and record.steps_done == 2
+
+
+def test_a_restart_check_cut_short_gives_no_verdict(tmp_path: Path, terminate_soon: None) -> None:
+    store = CheckpointSection(store=f"file://{tmp_path / 'ckpt'}")
+    spec = spec_for(store, tmp_path, command=["python", str(HANGING)])
+    started = time.monotonic()
+    with pytest.raises(Interrupted):
+        external_restart_check(spec.with_workload(report_timeout_seconds=60.0), CommandWorkload)
+    assert time.monotonic() - started < 10
