@@ -75,9 +75,9 @@ def test_the_restart_check_is_held_to_the_limit(tmp_path: Path) -> None:
 def test_reports_in_time_keep_the_run_going(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The limit is on silence, not on the run: 100 steps of 0.03 s (3 s) under a 1 s limit."""
+    """The limit is on silence, not on the run: 100 steps of 0.03 s (3 s) under a 2 s limit."""
     monkeypatch.setenv("STEP_SLEEP", "0.03")
-    spec = spec_for(None, tmp_path).with_workload(report_timeout_seconds=1.0)
+    spec = spec_for(None, tmp_path).with_workload(report_timeout_seconds=LIMIT)
     record = execute(spec, CommandWorkload)
     assert record.status == "accepted" and record.steps_done == 100, record
 
