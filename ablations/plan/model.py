@@ -266,11 +266,16 @@ def _cross_field_problems(plan: Plan) -> list[Problem]:
     return problems
 
 
+OUTSIDE_THE_HASH: dict[str, Any] = {"workload": {"report_timeout_seconds"}}
+"""Plan fields that limit how the work runs, not what it is: changed, the folder takes the
+plan as the same campaign (a hung preflight's limit raised, then the same command rerun)."""
+
+
 def plan_hash(plan: Plan) -> str:
-    """sha256 of the plan's canonical JSON: independent of key order, comments and YAML style."""
-    canonical = json.dumps(
-        plan.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    """sha256 of the plan's canonical JSON: independent of key order, comments and YAML style,
+    and of the fields `OUTSIDE_THE_HASH`."""
+    data = plan.model_dump(mode="json", exclude=OUTSIDE_THE_HASH)
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -91,7 +91,8 @@ class WorkloadSection(Section):
     fails with "no report for N s" (a defect of the code, like any crash), its process group
     is killed and the campaign goes on; the preflight's restart check is held to it too.
     Default 600 (`DEFAULT_REPORT_TIMEOUT_SECONDS`); raise it for a program whose start or
-    single step takes longer. Left out of the plan hash when unset."""
+    single step takes longer. Not part of the plan hash: raised, the same command reruns the
+    same campaign (its preflight again, after a `fix`)."""
     params: dict[str, ParamValue] = {}
     """Base parameters passed to every run; `control` and factor levels override them."""
     steps: PositiveInt = 300
