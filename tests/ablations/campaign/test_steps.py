@@ -20,8 +20,11 @@ from ablations.campaign.steps import (
     run_preflight,
     write_reframe_draft,
 )
+from ablations.errors import CampaignInterrupted
 from ablations.local.executor import LocalSlots, warmup_for
 from ablations.plan.model import parse_plan
+from ablations.process.preemption import TERMINATE
+from ablations.run.records import PreflightReport, RunError
 from ablations.slots.devices import SlotSpec
 from tests.conftest import ROOT
 from tests.faults.workloads import LOSE_CURSOR
@@ -92,3 +95,30 @@ def test_a_reframe_draft_keeps_the_question_and_comments_the_reason(tmp_path: Pa
     assert "#   the control's accuracy in the pilot is 0.41 against the threshold 0.5" in comments
     assert "#   second line" in comments
     assert "REVISE" not in text
+
+
+class _InterruptedPreflight:
+    """An executor whose preflight is cut short by a terminate request (a Ctrl-C or SIGTERM
+    passed on): it reports what the worker made of it, an error of the infrastructure."""
+
+    def preflight(self, spec: object, expected_inputs: object) -> PreflightReport:
+        TERMINATE.request("SIGINT")
+        error = RunError(
+            type="Interrupted", message="interrupted at step 3", cause="infrastructure"
+        )
+        return PreflightReport(passed=False, error=error)
+
+
+def test_a_preflight_cut_short_records_no_verdict(tmp_path: Path) -> None:
+    """No preflight.json and no gate on an interruption: the rerun checks again, and the gate
+    never answers `fix` (nor a crash of the workload) for what was only a Ctrl-C."""
+    out = tmp_path / "out"
+    register(plan_text(copy.deepcopy(TINY_PLAN)), out)
+    campaign = Campaign.load(out)
+    try:
+        with pytest.raises(CampaignInterrupted, match="preflight stopped: SIGINT received"):
+            run_preflight(campaign, _InterruptedPreflight())  # type: ignore[arg-type]
+    finally:
+        TERMINATE.clear()
+    assert campaign.preflight() is None
+    assert not (out / "preflight.json").exists() and not gate_decided(campaign)
