@@ -251,7 +251,7 @@ def _stop_on_ctrl_c(plan: Plan, opened: list[LocalSlots]) -> None:
     from flows.environment import silence_run_failures
 
     saves = plan.checkpoint.on_terminate
-    grace = plan.checkpoint.terminate_grace_seconds if saves else 0.0
+    grace = plan.checkpoint.terminate_grace_seconds  # also the bound on a stop without saving
 
     def give_up() -> None:
         os.write(

@@ -87,7 +87,8 @@ class WorkloadSection(Section):
     'ablate[hf]'`; see docs/own-code.md, "Hugging Face Trainer")."""
     report_timeout_seconds: TimeoutSeconds | None = None
     """For `command` only: seconds the program may go without a report line (from its start,
-    and between reports; ablate's own time answering it is not counted). Past it the run
+    between reports, and from its last report to its exit; ablate's own time answering it is
+    not counted). Past it the run
     fails with "no report for N s" (a defect of the code, like any crash), its process group
     is killed and the campaign goes on; the preflight's restart check is held to it too.
     Default 600 (`DEFAULT_REPORT_TIMEOUT_SECONDS`); raise it for a program whose start or
