@@ -242,16 +242,17 @@ EXIT_INTERRUPTED = 128 + signal.SIGINT
 
 
 def _stop_on_ctrl_c(plan: Plan, opened: list[LocalSlots]) -> None:
-    """On a Ctrl-C, stop as on a SIGTERM (each running run commits its step, when the plan
-    saves on terminate, and nothing new starts), say so in one line at once, and exit 130
-    without tracebacks, no gate or preflight verdict recorded. The terminal sends SIGINT to
-    the whole process group: the slot workers ignore it, and a command's program and the
-    temporary Prefect server are in groups of their own, so only this process acts on it.
+    """On a Ctrl-C, stop as on a SIGTERM (each running run commits its step and nothing new
+    starts), say so in one line at once, and exit 130 without tracebacks, no gate or preflight
+    verdict recorded. A plan that does not save on terminate has nothing to commit: it exits
+    at once, as a kill would (its runs resume from their last checkpoint). The terminal sends
+    SIGINT to the whole process group: the slot workers ignore it, and a command's program and
+    the temporary Prefect server are in groups of their own, so only this process acts on it.
     A second Ctrl-C exits at once (the runs resume from their last committed checkpoint)."""
     from flows.environment import silence_run_failures
 
     saves = plan.checkpoint.on_terminate
-    grace = plan.checkpoint.terminate_grace_seconds  # also the bound on a stop without saving
+    grace = plan.checkpoint.terminate_grace_seconds
 
     def give_up() -> None:
         os.write(
@@ -269,15 +270,21 @@ def _stop_on_ctrl_c(plan: Plan, opened: list[LocalSlots]) -> None:
         if not first:  # a SIGTERM came first: its own line and deadline hold
             return
         silence_run_failures()  # each run stopping fails its task: this line says it all
+        # os.write: a signal handler must not re-enter a buffered stream the main thread uses.
+        if not saves:  # nothing to commit: end now, as a kill would (every write is atomic)
+            os.write(
+                sys.stderr.fileno(),
+                b"\ninterrupted: the running runs stop now and resume from their last committed "
+                b"checkpoint (checkpoint.on_terminate is off); rerun the same command to resume\n",
+            )
+            os._exit(EXIT_INTERRUPTED)  # the workers, their programs and the server go with it
         for executor in opened:
             executor.terminate()
-        what = "commit their current step and stop" if saves else "stop"
-        # os.write: a signal handler must not re-enter a buffered stream the main thread uses.
-        os.write(
-            sys.stderr.fileno(),
-            f"\ninterrupted: the running runs {what} (within {grace:g} s; Ctrl-C again to quit "
-            "at once); rerun the same command to resume\n".encode(),
+        line = (
+            f"\ninterrupted: the running runs commit their current step and stop (within "
+            f"{grace:g} s; Ctrl-C again to quit at once); rerun the same command to resume\n"
         )
+        os.write(sys.stderr.fileno(), line.encode())
         deadline = threading.Timer(grace + 2.0, give_up)
         deadline.daemon = True
         deadline.start()
