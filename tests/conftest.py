@@ -54,4 +54,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     durations.longest_files_first(items, durations.load())
 
 
+from tests.postgres import postgres  # noqa: E402, F401  (session PostgreSQL cluster fixture)
 from tests.s3_server import s3_endpoint  # noqa: E402, F401  (session S3 server fixture)

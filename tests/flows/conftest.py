@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import yaml
 from flows.environment import quiet_prefect
 from flows.local_server import TemporaryServer
 from tests.flows.work_pool import Loopback, serve
+from tests.postgres import PostgresCluster
 
 quiet_prefect()
 
@@ -99,8 +101,10 @@ def plan_text(data: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def loopback(tmp_path: Path, s3_endpoint: str) -> Iterator[Loopback]:
-    """A Prefect server on a free port with a fresh database and the `gpus` pool deployed;
-    every process it or the test started killed at teardown (`tests.flows.work_pool`)."""
-    with serve(tmp_path) as loop:
+def loopback(tmp_path: Path, s3_endpoint: str, postgres: PostgresCluster) -> Iterator[Loopback]:
+    """A Prefect server on a free port with the `gpus` pool deployed, on a fresh PostgreSQL
+    database as a team's server runs (skipped without PostgreSQL); every process it or the
+    test started killed at teardown (`tests.flows.work_pool`)."""
+    database = postgres.create_database(f"prefect_{uuid.uuid4().hex[:12]}")
+    with serve(tmp_path, database) as loop:
         yield loop

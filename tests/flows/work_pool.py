@@ -85,8 +85,11 @@ class Loopback:
 
 
 @contextlib.contextmanager
-def serve(tmp_path: Path) -> Iterator[Loopback]:
-    """Server on a free port with a fresh database; every process killed at teardown."""
+def serve(tmp_path: Path, database_url: str | None = None) -> Iterator[Loopback]:
+    """Server on a free port with a fresh database; every process killed at teardown.
+
+    `database_url`: the server's database (`postgresql+asyncpg://...`, a fresh one); None:
+    SQLite in the server's Prefect home, as on a single machine."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(
@@ -97,6 +100,8 @@ def serve(tmp_path: Path) -> Iterator[Loopback]:
         PREFECT_LOGGING_LEVEL="WARNING",
         PREFECT_WORKER_QUERY_SECONDS="1",  # default 10: each run would wait that long
     )
+    if database_url is not None:
+        env["PREFECT_API_DATABASE_CONNECTION_URL"] = database_url
     loop = Loopback(tmp_path, env)
     try:
         loop.start(
