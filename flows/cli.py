@@ -64,6 +64,12 @@ def add_parsers(sub: Any) -> None:
         "--devices then counts the pool's devices",
     )
     p.add_argument(
+        "--queue",
+        default=None,
+        help="with --pool: the pool's work queue for the runs (default: its default queue); "
+        "a queue's priority and concurrency limit give a campaign precedence or a bounded share",
+    )
+    p.add_argument(
         "--heartbeat-timeout",
         type=positive_seconds,
         default=120.0,
@@ -149,7 +155,9 @@ def run_command(args: argparse.Namespace) -> int:
     else:  # the runs go to the pool's hosts: nothing about this machine's devices matters
         from flows.pool import PoolExecutor
 
-        pool = PoolExecutor.for_plan(plan, args.pool, args.devices, args.heartbeat_timeout)
+        pool = PoolExecutor.for_plan(
+            plan, args.pool, args.devices, args.heartbeat_timeout, queue=args.queue
+        )
     if local:
         refuse_unanswerable_gate(args.gate, plan, out_dir)
     opened: list[LocalSlots] = []

@@ -83,6 +83,9 @@ class PoolSettings:
     """Submissions per run before it is recorded as failed, for an infrastructure cause
     (each resumes the last; a rerun of the campaign submits it again)."""
     poll_s: float = 2.0
+    queue: str | None = None
+    """The pool's work queue the runs go to (None: its default queue). A queue's priority
+    puts one campaign's runs before another's; its concurrency limit bounds its share."""
 
     @property
     def deployment(self) -> str:
@@ -112,7 +115,7 @@ def pool_slots(
 
 
 def require_pool(settings: PoolSettings) -> None:
-    """Refuse, in seconds and before anything runs, a pool (or its `run/<pool>`
+    """Refuse, in seconds and before anything runs, a pool (its work queue, its `run/<pool>`
     deployment) that the configured Prefect server does not know."""
     if not PREFECT_API_URL.value():
         raise InputError(
@@ -128,6 +131,16 @@ def require_pool(settings: PoolSettings) -> None:
                 f"--pool {settings.pool}: no such work pool on {PREFECT_API_URL.value()} "
                 f"(pools: {', '.join(known) or 'none'})"
             ) from None
+        if settings.queue is not None:
+            try:
+                client.read_work_queue_by_name(settings.queue, work_pool_name=settings.pool)
+            except ObjectNotFound:
+                queues = [q.name for q in client.read_work_queues(work_pool_name=settings.pool)]
+                raise InputError(
+                    f"--queue {settings.queue}: no such work queue in pool {settings.pool} "
+                    f"(queues: {', '.join(queues)}); create it with `prefect work-queue create "
+                    f"{settings.queue} --pool {settings.pool}`"
+                ) from None
         try:
             client.read_deployment_by_name(settings.deployment)
         except ObjectNotFound:
@@ -147,7 +160,12 @@ class PoolExecutor:
 
     @classmethod
     def for_plan(
-        cls, plan: Plan, pool: str, devices: str | None, heartbeat_timeout_s: float = 120.0
+        cls,
+        plan: Plan,
+        pool: str,
+        devices: str | None,
+        heartbeat_timeout_s: float = 120.0,
+        queue: str | None = None,
     ) -> PoolExecutor:
         """The pool's executor for the plan, after every check that can refuse it in seconds
         (a store the hosts cannot share, bad `--devices`, a pool or deployment the server
@@ -160,6 +178,7 @@ class PoolExecutor:
             pool,
             heartbeat_timeout_s=heartbeat_timeout_s,
             progress_timeout_s=progress_timeout(plan.checkpoint.max_loss_minutes),
+            queue=queue,
         )
         require_pool(settings)
         return cls(settings, pool_slots(settings, plan.resources, devices))
@@ -285,6 +304,8 @@ class PoolExecutor:
                 parameters=parameters,
                 timeout=0,  # we wait ourselves: Prefect cannot see a host that vanished
                 idempotency_key=f"{spec.campaign_id}/{spec.run_id}/{attempt}",
+                work_queue_name=self.settings.queue,
+                tags=[campaign_tag(spec.campaign_id)],  # two campaigns on one pool, told apart
             )
             assert isinstance(flow_run, FlowRun)  # sync call: no coroutine
             problem = self._wait(flow_run.id, store, spec, attempt, kind)
@@ -369,6 +390,11 @@ class Outcome(Generic[Taken]):
     error_type: str = ""
     """`WorkerLost` (no result came back) or `UntrustedResult` (the last one was refused)."""
     problem: str = ""
+
+
+def campaign_tag(campaign_id: str) -> str:
+    """The tag of a campaign's flow runs on the pool: the UI's filter for one campaign."""
+    return f"campaign:{campaign_id}"
 
 
 def progress_timeout(max_loss_minutes: float) -> float:

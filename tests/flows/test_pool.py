@@ -233,3 +233,30 @@ def test_a_refused_result_is_recorded_untrusted_and_the_run_submitted_afresh(
     assert failed.status == "failed" and failed.error is not None
     assert (failed.error.type, failed.error.cause) == ("UntrustedResult", "infrastructure")
     assert failed.error.message.startswith("1 attempts on pool gpus lost or refused")
+
+
+def test_each_submission_carries_its_campaigns_tag_and_goes_to_the_chosen_queue(
+    tmp_path: Path, tiny_plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two campaigns on one pool: the UI tells their flow runs apart by tag, and a campaign
+    given a queue (`--queue`: its priority, its limit) submits there, and nowhere else."""
+    import flows.pool
+
+    spec = _spec(tmp_path, tiny_plan)
+    submitted: list[dict[str, Any]] = []
+
+    class Submitted(Exception):
+        pass
+
+    def run_deployment(name: str, parameters: dict[str, Any], **options: Any) -> Any:
+        submitted.append({"name": name, **options})
+        raise Submitted  # what happens next is the other tests' business
+
+    monkeypatch.setattr(flows.pool, "run_deployment", run_deployment)
+    for queue in ("urgent", None):
+        executor = PoolExecutor(PoolSettings("gpus", attempts=1, poll_s=0.01, queue=queue), [])
+        with pytest.raises(Submitted):
+            executor.run(spec)
+    assert [s["work_queue_name"] for s in submitted] == ["urgent", None]
+    assert all(s["tags"] == [f"campaign:{spec.campaign_id}"] for s in submitted)
+    assert {s["name"] for s in submitted} == {"run/gpus"}

@@ -29,3 +29,27 @@ def test_an_unknown_pool_exits_2_naming_it_within_seconds(
     assert "no such work pool" in err and "no-such-pool" in err
     assert time.monotonic() - started < 10
     assert not out.exists()
+
+
+def test_an_unknown_queue_of_a_known_pool_exits_2_naming_it_and_the_queues(
+    prefect_server: None,
+    tmp_path: Path,
+    tiny_plan: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+
+    pool = f"queues-{tmp_path.name[-10:]}".lower().replace("_", "-")
+    with get_client(sync_client=True) as client:
+        client.create_work_pool(WorkPoolCreate(name=pool, type="process"))
+    tiny_plan["checkpoint"]["store"] = f"file://{tmp_path / 'store'}"
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(plan_text(tiny_plan))
+    out = tmp_path / "out"
+    code = main(["run", str(plan), "--out", str(out), "--pool", pool, "--queue", "urgnet"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"--queue urgnet: no such work queue in pool {pool} (queues: default)" in err
+    assert f"prefect work-queue create urgnet --pool {pool}" in err
+    assert not out.exists()
