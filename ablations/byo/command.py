@@ -56,8 +56,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-import torch
-
 from ablations.byo import run_variables
 from ablations.byo.session import Reply, Session
 from ablations.errors import NoReport, WorkloadError
@@ -65,6 +63,7 @@ from ablations.plan.section import PLACEHOLDER, ParamValue, shown
 from ablations.process.parent_watch import PRCTL, die_with_parent
 from ablations.process.preemption import TERMINATE
 from ablations.process.scratch import scratch_folder
+from ablations.process.threads import cpu_share
 from ablations.run.records import RunSpec
 
 log = logging.getLogger(__name__)
@@ -100,22 +99,24 @@ def command_line(command: list[str], params: Mapping[str, ParamValue]) -> list[s
 def environment(spec: RunSpec, checkpoint: Path, resume: Path | None, step: int) -> dict[str, str]:
     """The program's environment: this process's, plus the run's `ABLATE_*` variables."""
     env = dict(os.environ)
-    device = torch.device(spec.device)
-    if device.type == "cuda":
+    # `cuda:1` read as torch.device reads it: the program, not this process, loads torch.
+    kind, _, index = spec.device.partition(":")
+    if kind == "cuda":
         # The worker may already see only its card: index into what it sees.
         visible = env.get("CUDA_VISIBLE_DEVICES")
         cards = visible.split(",") if visible else [str(i) for i in range(64)]
-        env["CUDA_VISIBLE_DEVICES"] = cards[device.index or 0]
+        env["CUDA_VISIBLE_DEVICES"] = cards[int(index or 0)]
     else:
         env["CUDA_VISIBLE_DEVICES"] = ""  # a CPU slot: never take a card from another slot
-    env.setdefault("OMP_NUM_THREADS", str(torch.get_num_threads()))  # the slot's share
+    if "OMP_NUM_THREADS" not in env:
+        env["OMP_NUM_THREADS"] = str(cpu_share())  # the slot's share
     env["PYTHONUNBUFFERED"] = "1"  # a report printed is a report read, not one in a buffer
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = f"{HELPER_DIR}{os.pathsep}{path}" if path else str(HELPER_DIR)
     env.update(run_variables(spec))
     env.update(
         ABLATE_RUN_ID=spec.run_id,
-        ABLATE_DEVICE=device.type,
+        ABLATE_DEVICE=kind,
         ABLATE_CHECKPOINT_DIR=str(checkpoint),
         ABLATE_RESUME_STEP=str(step),
         ABLATE_PREDICTIONS=str(checkpoint.parent / "predictions.csv"),

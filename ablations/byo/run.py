@@ -11,11 +11,12 @@ not re-evaluate it.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import statistics
+import sys
 import time
 from pathlib import Path
-
-import torch
 
 from ablations.byo import ExternalWorkload, framework_versions
 from ablations.byo.session import PREDICTION_COLUMNS, Session
@@ -32,7 +33,7 @@ from ablations.run.records import (
     Stop,
     rejection_of,
 )
-from ablations.training.driver import interrupted_error, run_status
+from ablations.training.outcome import interrupted_error, run_status
 from ablations.training.run_files import write_csv
 
 
@@ -112,6 +113,18 @@ def execute(
 
 def environment(spec: RunSpec, factory: ExternalWorkload) -> RunEnvironment:
     """torch and the card as a built-in run records them, plus the framework's versions."""
+    kind = spec.device.partition(":")[0]
+    if "torch" not in sys.modules and kind != "cuda":
+        # A command's run: its program loads torch if it needs it, this process need not.
+        version, cuda_version = installed_torch()
+        return RunEnvironment(
+            torch=version,
+            cuda=cuda_version,
+            device_name=kind,
+            frameworks=framework_versions(factory),
+        )
+    import torch
+
     device = torch.device(spec.device)
     cuda = device.type == "cuda" and torch.cuda.is_available()
     return RunEnvironment(
@@ -120,6 +133,26 @@ def environment(spec: RunSpec, factory: ExternalWorkload) -> RunEnvironment:
         device_name=torch.cuda.get_device_name(device) if cuda else device.type,
         frameworks=framework_versions(factory),
     )
+
+
+def installed_torch() -> tuple[str, str | None]:
+    """`torch.__version__` and `torch.version.cuda`, read from the installed `torch/version.py`
+    without importing torch (3 s of CPU)."""
+    spec = importlib.util.find_spec("torch")  # finds the package, runs none of it
+    assert spec is not None and spec.submodule_search_locations, "torch is a dependency"
+    source = Path(spec.submodule_search_locations[0], "version.py").read_text()
+    values: dict[str, object] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Constant):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Name):
+                    values[target.id] = node.value.value
+    version, cuda = values.get("__version__"), values.get("cuda")
+    if not isinstance(version, str) or not (cuda is None or isinstance(cuda, str)):
+        import torch  # a layout this reading does not know: ask torch itself
+
+        return torch.__version__, torch.version.cuda
+    return version, cuda
 
 
 def write_run_files(out_dir: Path, run_id: str, session: Session) -> dict[str, str]:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ablations.checkpoint import commit, fence, state
+from ablations.checkpoint import commit, fence
 from ablations.checkpoint.commit import Identity
 from ablations.checkpoint.held import HeldCommits
 from ablations.checkpoint.interval import IntervalPolicy
@@ -73,6 +73,8 @@ class CheckpointManager:
 
         A corrupt or truncated one is refused (logged, noted in `last_error`) and the
         previous one is used; a foreign one (other plan hash or run id) raises."""
+        from ablations.checkpoint import state  # torch: a training program's folder needs none
+
         return self.resume_with(lambda payload: state.restore(payload, workload, history))
 
     def resume_with(self, restore: Callable[[dict[str, bytes]], int]) -> int:
@@ -137,6 +139,8 @@ class CheckpointManager:
         """Wait for the previous save, copy the state to host memory, commit it behind."""
         started = time.perf_counter()
         self._collect(self.saver.wait())
+        from ablations.checkpoint import state  # torch: a training program's folder needs none
+
         snapshot = state.capture(step, workload, history)
         self.save_payload(step, snapshot.serialize, started)
 

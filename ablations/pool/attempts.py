@@ -40,6 +40,7 @@ from ablations.plan.infrastructure import CheckpointSection
 from ablations.pool.host import HostSlots
 from ablations.pool.trust import MAX_RESULT_BYTES, seal
 from ablations.process.scratch import scratch_folder
+from ablations.process.threads import share_cores
 from ablations.run.records import RunRecord, RunSpec
 from ablations.security.entries import require_allowed_entry, require_allowed_store
 from ablations.security.limits import MAX_STEPS_ENV, process_limits
@@ -197,9 +198,8 @@ def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int]
     `SlotWorker` child: it sets `CUDA_VISIBLE_DEVICES` before torch is imported, which this
     process (torch came in with the store) can no longer promise."""
     if slot.visible_devices == "":
-        import torch
-
-        torch.set_num_threads(slot.cpu_threads)
+        # A command's program is a process of its own: this one then never loads torch.
+        share_cores(slot.cpu_threads, load_torch=spec.workload.command is None)
         spec = spec.model_copy(update={"device": slot.local_device})
         if kind == "preflight":
             return preflight_on_slot(spec, expected).model_dump_json()

@@ -35,13 +35,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ablations.errors import WorkloadError
 from ablations.plan.section import ParamValue
+
+if TYPE_CHECKING:  # annotations only: a command's run path loads neither (3 s of CPU)
+    import numpy as np
+    import torch
 
 
 @dataclass(frozen=True)

@@ -41,13 +41,11 @@ from ablations.process.preemption import TERMINATE
 from ablations.run.causes import cause_of_own_write
 from ablations.run.hooks import CheckpointHook, RunHistory
 from ablations.run.records import (
-    INTERRUPTED,
     CheckpointSummary,
     RunEnvironment,
     RunError,
     RunRecord,
     RunSpec,
-    RunStatus,
     Stop,
     Timings,
     rejection_of,
@@ -61,9 +59,9 @@ from ablations.run.workload import (
 )
 from ablations.training.losses import LossReadback
 from ablations.training.memory import PhaseMemory
+from ablations.training.outcome import interrupted_error, run_status
 from ablations.training.run_files import write_run_files
 from ablations.training.stop_rules import (
-    meets_threshold,
     non_finite_stop,
     quality_stop,
     truncation_stop,
@@ -398,36 +396,6 @@ def execute(
     if device.type == "cuda" and torch.cuda.is_available():
         torch.cuda.empty_cache()
     return record
-
-
-def run_status(
-    spec: RunSpec, stop: Stop | None, error: RunError | None, metrics: dict[str, float]
-) -> RunStatus:
-    """A finished run's status: failed (crashed), stopped (a rule), else accepted or rejected
-    by its final metric against the threshold (the driver's and every adapter's runs alike)."""
-    if error is not None:
-        return "failed"
-    if stop is not None:
-        return "stopped"
-    value = metrics.get(spec.metric.name)
-    if value is not None and meets_threshold(value, spec.metric.direction, spec.metric.threshold):
-        return "accepted"
-    return "rejected"
-
-
-def interrupted_error(interrupted: Interrupted, summary: CheckpointSummary) -> RunError:
-    """An infrastructure cause: the rerun resumes the run from what it committed."""
-    step = interrupted.step
-    committed = (
-        interrupted.saved and summary.uri is not None and summary.uri.endswith(f"step-{step:08d}")
-    )
-    where = (
-        f"its checkpoint at step {step} is committed; a rerun resumes from it"
-        if committed
-        else "a rerun resumes from its last committed checkpoint"
-    )
-    message = f"interrupted by {TERMINATE.reason or 'a terminate request'} at step {step}: {where}"
-    return RunError(type=INTERRUPTED, message=message, cause="infrastructure")
 
 
 def _error(exc: BaseException) -> RunError:

@@ -13,13 +13,15 @@ import csv
 import io
 from collections.abc import Iterable
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from ablations.files.atomic import atomic_write_bytes, atomic_write_text
 from ablations.files.names import run_file_names
 from ablations.run.hooks import RunHistory
 from ablations.run.workload import Predictions
+
+if TYPE_CHECKING:  # a command's run writes its CSV files here without loading torch
+    import torch
 
 
 def write_run_files(
@@ -47,6 +49,8 @@ def write_run_files(
         columns = zip(predictions.ids, predictions.labels, predictions.predicted, strict=True)
         write_csv(out_dir / files["predictions"], ["input_id", "label", "predicted"], columns)
     if model is not None:
+        import torch  # loaded already: the run trained `model`
+
         files["model"] = every["model"]
         weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
         buffer = io.BytesIO()

@@ -29,7 +29,6 @@ def run_spec(spec: RunSpec) -> RunRecord:
     """Execute one run with its checkpoint hook (when the plan checkpoints)."""
     from ablations.byo import is_external
     from ablations.run.workload import load_workload
-    from ablations.training.driver import execute
 
     hook = None
     if spec.checkpoint is not None:
@@ -44,6 +43,8 @@ def run_spec(spec: RunSpec) -> RunRecord:
         from ablations.byo.run import execute as execute_external
 
         return execute_external(spec, factory, hook)
+    from ablations.training.driver import execute  # torch: a command's run never loads it
+
     return execute(spec, hook)
 
 

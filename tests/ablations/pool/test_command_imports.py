@@ -1,0 +1,85 @@
+"""A command workload's run on a pool host loads no heavy library: its program is a process of
+its own, and the host's process (one per run) would pay torch's 3 s of CPU for nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from ablations.plan.infrastructure import ResourcesSection
+from ablations.slots.devices import plan_slots
+from tests.conftest import ROOT
+
+HEAVY = ("torch", "numpy", "scipy", "pandas", "matplotlib", "transformers", "lightning")
+
+RUN = """
+import json, os, sys
+from pathlib import Path
+tmp = Path(sys.argv[1])
+os.environ.update(ABLATE_DEVICES="1", ABLATE_HOST="host-x", ABLATE_SLOT_DIR=str(tmp / "slots"))
+os.environ.pop("OMP_NUM_THREADS", None)
+from ablations.byo import command
+from ablations.checkpoint import fence
+from ablations.checkpoint.store import open_store
+from ablations.plan.infrastructure import CheckpointSection
+from ablations.plan.workload import COMMAND_ENTRY
+from ablations.pool.attempts import run_on_host
+from tests.specs import bare_spec
+section = CheckpointSection(store=f"file://{tmp / 'store'}", interval={"steps": 30})
+spec = bare_spec(
+    run_id="control-s0-abc", campaign_id="byo", plan_hash="0" * 16, variant="control",
+    category="essential", phase="main", seed=0, params={"lr": 0.05}, steps=100, eval_every=25,
+    entry=COMMAND_ENTRY, command=["python", sys.argv[2], "--lr", "{lr}"], metric="mse",
+    direction="minimize", threshold=0.5, checkpoint=section, out_dir=str(tmp / "out"),
+)
+fence.accept(open_store(section, check=False), "byo", spec.run_id, "1")
+record = json.loads(run_on_host(spec, "run", None, "1"))
+threads = command.environment(spec, tmp, None, 0)["OMP_NUM_THREADS"]  # the slot's share
+print(json.dumps({"record": record, "threads": threads, "loaded": sorted(sys.modules)}))
+"""
+
+
+def test_a_command_run_on_a_pool_host_imports_no_torch_and_records_the_same(
+    tmp_path: Path,
+) -> None:
+    script = ROOT / "tests" / "ablations" / "byo" / "linear_script.py"
+    done = subprocess.run(
+        [sys.executable, "-c", RUN, str(tmp_path), str(script)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = json.loads(done.stdout.splitlines()[-1])
+    record = found["record"]
+    assert record["status"] == "accepted" and record["steps_done"] == 100, record
+    assert record["checkpoint"]["saves"] == 3, record  # the folder checkpoints still commit
+    assert [m for m in HEAVY if m in found["loaded"]] == []
+    # What the record says of torch is what a process that imported it would say.
+    environment = record["environment"]
+    assert (environment["torch"], environment["cuda"]) == (torch.__version__, torch.version.cuda)
+    assert environment["device_name"] == "cpu"
+    (slot,) = plan_slots(ResourcesSection(), "1")
+    assert found["threads"] == str(slot.cpu_threads)  # the program is told the slot's share
+
+
+def test_the_command_run_path_imports_no_heavy_library() -> None:
+    """The modules a slot imports for a command's run, before it runs anything."""
+    modules = ", ".join(
+        (
+            "ablations.byo.run",
+            "ablations.byo.command",
+            "ablations.workers.jobs",
+            "ablations.pool.attempts",
+        )
+    )
+    check = f"import sys, {modules}; print(sorted(sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    loaded = set(done.stdout.strip().strip("[]").replace("'", "").split(", "))
+    assert [m for m in HEAVY if m in loaded] == []
