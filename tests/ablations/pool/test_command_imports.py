@@ -16,39 +16,12 @@ from tests.conftest import ROOT
 
 HEAVY = ("torch", "numpy", "scipy", "pandas", "matplotlib", "transformers", "lightning")
 
-RUN = """
-import json, os, sys
-from pathlib import Path
-tmp = Path(sys.argv[1])
-os.environ.update(ABLATE_DEVICES="1", ABLATE_HOST="host-x", ABLATE_SLOT_DIR=str(tmp / "slots"))
-os.environ.pop("OMP_NUM_THREADS", None)
-from ablations.byo import command
-from ablations.checkpoint import fence
-from ablations.checkpoint.store import open_store
-from ablations.plan.infrastructure import CheckpointSection
-from ablations.plan.workload import COMMAND_ENTRY
-from ablations.pool.attempts import run_on_host
-from tests.specs import bare_spec
-section = CheckpointSection(store=f"file://{tmp / 'store'}", interval={"steps": 30})
-spec = bare_spec(
-    run_id="control-s0-abc", campaign_id="byo", plan_hash="0" * 16, variant="control",
-    category="essential", phase="main", seed=0, params={"lr": 0.05}, steps=100, eval_every=25,
-    entry=COMMAND_ENTRY, command=["python", sys.argv[2], "--lr", "{lr}"], metric="mse",
-    direction="minimize", threshold=0.5, checkpoint=section, out_dir=str(tmp / "out"),
-)
-fence.accept(open_store(section, check=False), "byo", spec.run_id, "1")
-record = json.loads(run_on_host(spec, "run", None, "1"))
-threads = command.environment(spec, tmp, None, 0)["OMP_NUM_THREADS"]  # the slot's share
-print(json.dumps({"record": record, "threads": threads, "loaded": sorted(sys.modules)}))
-"""
-
 
 def test_a_command_run_on_a_pool_host_imports_no_torch_and_records_the_same(
     tmp_path: Path,
 ) -> None:
-    script = ROOT / "tests" / "ablations" / "byo" / "linear_script.py"
     done = subprocess.run(
-        [sys.executable, "-c", RUN, str(tmp_path), str(script)],
+        [sys.executable, "-m", "tests.ablations.pool.command_host_run", str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
