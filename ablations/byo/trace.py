@@ -17,10 +17,9 @@ its check names the possible causes instead of the one found.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Mapping
 from typing import Any
-
-import torch
 
 
 def digest(value: Any) -> str:
@@ -31,7 +30,9 @@ def digest(value: Any) -> str:
 
 
 def _feed(sha: Any, value: Any) -> None:
-    if isinstance(value, torch.Tensor):
+    # A tensor exists only where torch is loaded: a command's check never loads it here.
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
         tensor = value.detach()
         sha.update(f"T{tensor.dtype}{tuple(tensor.shape)}".encode())
         # bytes, not values: -0.0 and a NaN's payload count (a resume is bitwise or not)

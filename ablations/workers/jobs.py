@@ -59,10 +59,7 @@ def preflight_start(
 ) -> PreflightStart:
     """The data check, then the restart check: whole, or (`continue_elsewhere`, and a store
     other processes can see) up to the reference, its continuation left to another process."""
-    import torch
-
     from ablations.byo import is_external
-    from ablations.preflight.data_check import check_data
     from ablations.run.workload import load_workload
 
     started = time.perf_counter()
@@ -78,6 +75,10 @@ def preflight_start(
 
                 restart = external_restart_check(spec, factory)
             return PreflightStart(restart=restart, seconds=time.perf_counter() - started)
+        import torch  # a built-in workload's: an external one's program or framework loads it
+
+        from ablations.preflight.data_check import check_data
+
         workload = factory.build(
             spec.params, seed=spec.seed, device=torch.device(spec.device), steps=spec.steps
         )

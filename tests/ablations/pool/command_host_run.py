@@ -1,8 +1,9 @@
 """A 100-step command run (`tests/ablations/byo/linear_script.py`) as a pool host runs it, on
-one CPU slot with a file store; prints the record, the thread count its program is told and
-the modules this process loaded, as one JSON line.
+one CPU slot with a file store (and with `--preflight` first the preflight's restart check of
+a program that forgets its generator on resume); prints the record, the check's stop, the
+thread count the program is told and the modules this process loaded, as one JSON line.
 
-    python -m tests.ablations.pool.command_host_run TMP_DIR
+    python -m tests.ablations.pool.command_host_run TMP_DIR [--preflight]
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 SCRIPT = Path(__file__).parents[1] / "byo" / "linear_script.py"
 
 
-def main(tmp: Path) -> None:
+def main(tmp: Path, preflight: bool) -> None:
     os.environ.update(ABLATE_DEVICES="1", ABLATE_HOST="host-x", ABLATE_SLOT_DIR=str(tmp / "slots"))
     os.environ.pop("OMP_NUM_THREADS", None)  # so the program is told the slot's share
     from ablations.byo import command
@@ -24,6 +25,7 @@ def main(tmp: Path) -> None:
     from ablations.plan.infrastructure import CheckpointSection
     from ablations.plan.workload import COMMAND_ENTRY
     from ablations.pool.attempts import run_on_host
+    from ablations.workers.jobs import preflight_on_slot
     from tests.specs import bare_spec
 
     section = CheckpointSection(store=f"file://{tmp / 'store'}", interval={"steps": 30})
@@ -36,9 +38,23 @@ def main(tmp: Path) -> None:
     )  # fmt: skip
     fence.accept(open_store(section, check=False), "byo", spec.run_id, "1")
     record = json.loads(run_on_host(spec, "run", None, "1"))
+    restart = None
+    if preflight:  # the check runs the program three times and finds the forgotten generator
+        os.environ["FORGET_RNG"] = "1"
+        restart = preflight_on_slot(spec, None).restart
+        assert restart is not None
     threads = command.environment(spec, tmp, None, 0)["OMP_NUM_THREADS"]
-    print(json.dumps({"record": record, "threads": threads, "loaded": sorted(sys.modules)}))
+    print(
+        json.dumps(
+            {
+                "record": record,
+                "restart": restart and restart.rule,
+                "threads": threads,
+                "loaded": sorted(sys.modules),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), preflight="--preflight" in sys.argv[2:])

@@ -1,5 +1,6 @@
-"""A command workload's run on a pool host loads no heavy library: its program is a process of
-its own, and the host's process (one per run) would pay torch's 3 s of CPU for nothing."""
+"""A command workload's run and preflight on a pool host load no heavy library: its program is
+a process of its own, and the host's process (one per run) would pay torch's 3 s of CPU for
+nothing."""
 
 from __future__ import annotations
 
@@ -17,11 +18,17 @@ from tests.conftest import ROOT
 HEAVY = ("torch", "numpy", "scipy", "pandas", "matplotlib", "transformers", "lightning")
 
 
-def test_a_command_run_on_a_pool_host_imports_no_torch_and_records_the_same(
+def test_a_command_run_and_preflight_on_a_pool_host_import_no_torch_and_record_the_same(
     tmp_path: Path,
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "tests.ablations.pool.command_host_run", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "tests.ablations.pool.command_host_run",
+            str(tmp_path),
+            "--preflight",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -31,6 +38,7 @@ def test_a_command_run_on_a_pool_host_imports_no_torch_and_records_the_same(
     record = found["record"]
     assert record["status"] == "accepted" and record["steps_done"] == 100, record
     assert record["checkpoint"]["saves"] == 3, record  # the folder checkpoints still commit
+    assert found["restart"] == "restart"  # the preflight's restart check ran, found the cause
     assert [m for m in HEAVY if m in found["loaded"]] == []
     # What the record says of torch is what a process that imported it would say.
     environment = record["environment"]
