@@ -62,7 +62,7 @@ from ablations.run.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec, parse_devices
 from ablations.text.say import say
 
-if TYPE_CHECKING:  # the checkpoint package imports torch: never before a slot is pinned
+if TYPE_CHECKING:  # torch (the checkpoint state) never before a slot is pinned
     from ablations.checkpoint.store import FsspecStore
 
 

@@ -49,7 +49,7 @@ from ablations.text.say import say
 from ablations.workers.jobs import PreflightJob, RunJob, preflight_on_slot, run_spec
 from ablations.workers.worker import SlotWorker
 
-if TYPE_CHECKING:  # the checkpoint package imports torch: never before a slot is pinned
+if TYPE_CHECKING:  # torch (the checkpoint state) never before a slot is pinned
     from ablations.checkpoint.store import FsspecStore
 
 log = logging.getLogger(__name__)
@@ -196,7 +196,7 @@ def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int]
 
     A flow run is a process of its own, so a CPU slot runs right here. A CUDA slot runs in a
     `SlotWorker` child: it sets `CUDA_VISIBLE_DEVICES` before torch is imported, which this
-    process (torch came in with the store) can no longer promise."""
+    process (a flow run may have loaded torch already) cannot promise."""
     if slot.visible_devices == "":
         # A command's program is a process of its own: this one then never loads torch.
         share_cores(slot.cpu_threads, load_torch=spec.workload.command is None)
