@@ -40,6 +40,15 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
         PRCTL(PR_SET_PDEATHSIG, sig)
 
 
+def started_as_the_fork_server() -> bool:
+    """Whether this process is the slot workers' fork server: a campaign process
+    (`SERVER_PARENT_ENV`, its pid) started it. A process importing the server's module for
+    another reason (a test listing every module, the campaign itself after it ran one in its
+    own process) is not one, and must not take on the server's signals or exit."""
+    expected = os.environ.get(SERVER_PARENT_ENV, "")
+    return expected.isdigit() and int(expected) != os.getpid()
+
+
 def die_with_the_server_parent() -> None:
     """In the fork server, before its preload: killed (SIGKILL) when the process that started
     it dies, and ended at once when that process (`SERVER_PARENT_ENV`) is gone already."""

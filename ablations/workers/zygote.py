@@ -28,17 +28,27 @@ from __future__ import annotations
 import gc
 import signal
 
-from ablations.process.parent_watch import die_with_parent, die_with_the_server_parent
+from ablations.process.parent_watch import (
+    die_with_parent,
+    die_with_the_server_parent,
+    started_as_the_fork_server,
+)
 
-# A Ctrl-C at the terminal reaches the whole process group, this server too: multiprocessing
-# protects it from SIGINT only after its preload (seconds of importing torch), and a server
-# killed there fails every worker's start with a traceback. The campaign process alone acts on
-# it (`flows/cli.py`), so ignore it from the first line (the workers ignore it too).
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-# Killed with the campaign while importing: a kernel signal, not a thread's poll, which the
-# import's long C calls (loading libtorch) would hold off for as long as they hold the GIL.
-die_with_the_server_parent()
+# Imported anywhere else (a test importing every module, say), the module only imports:
+# the signals and the early exit below would otherwise land on that process (a test process
+# that had run a campaign in-process exited at once, its campaign's pid not its parent's).
+SERVER = started_as_the_fork_server()
+if SERVER:
+    # A Ctrl-C at the terminal reaches the whole process group, this server too:
+    # multiprocessing protects it from SIGINT only after its preload (seconds of importing
+    # torch), and a server killed there fails every worker's start with a traceback. The
+    # campaign process alone acts on it (`flows/cli.py`), so ignore it from the first line
+    # (the workers ignore it too).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Killed with the campaign while importing: a kernel signal, not a thread's poll, which
+    # the import's long C calls (loading libtorch) would hold off for as long as they hold
+    # the GIL.
+    die_with_the_server_parent()
 
 import torch._dynamo  # noqa: E402, F401  (torch, and what the first optimizer imports in a worker)
 
@@ -50,4 +60,5 @@ import torch._dynamo  # noqa: E402, F401  (torch, and what the first optimizer i
 gc.freeze()
 # From here multiprocessing reads the campaign's pipe; the thread that started the server may
 # end once its worker is forked, which must not kill the server.
-die_with_parent(0)
+if SERVER:
+    die_with_parent(0)

@@ -83,4 +83,4 @@ def test_the_layout_verify_expects_is_the_folders_own() -> None:
     assert EXPECTED_ENTRIES == names.TOP_LEVEL
     files = (names.MANIFEST, names.RUNS_CSV, names.REPORT, names.RELOAD, names.LEDGER)
     assert set(files) | set(names.RUN_FOLDERS) | set(names.PLOTS) <= names.TOP_LEVEL
-    assert names.WRITTEN_FOLDERS == ("", "metrics", "predictions", "records", "models")
+    assert names.WRITTEN_FOLDERS == ("", "metrics", "predictions", "records", "models", "commits")

@@ -112,3 +112,19 @@ def test_the_fork_server_dies_with_the_campaign_while_it_imports_torch(
     pid = _orphan(ZYGOTE, marker=marker, children=children, after=after)
     assert _gone_within(pid, 1.0)
     assert not Path(f"{marker}.imported").exists()
+
+
+def test_a_process_that_ran_a_campaign_may_import_the_server_module_and_live() -> None:
+    """A test process that ran a campaign in-process (its pid in ABLATE_FORK_SERVER_PARENT)
+    and then imports every module, the fork server's too, goes on: it is not the server, and
+    takes neither the server's signals nor its exit (it once exited there, status 1)."""
+    code = (
+        "import os, signal\n"
+        "os.environ['ABLATE_FORK_SERVER_PARENT'] = str(os.getpid())\n"
+        "import ablations.workers.zygote\n"
+        "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert (result.returncode, result.stdout) == (0, "True\n"), result.stderr[-2000:]
