@@ -65,8 +65,8 @@ PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 WITH_TYPES = $(BIN)/mypy > .mypy.log 2>&1 & types=$$!; $(1); tests=$$?; \
 	wait $$types; typed=$$?; cat .mypy.log; test $$tests -eq 0 -a $$typed -eq 0
 
-# Every test but the few marked `long` (minutes each: a work pool's campaign, store outages and
-# a full disk), which would take the suite past 8 minutes on 2 cores: `make test-long` runs
+# Every test but the few marked `long` (minutes each: the work-pool campaigns, store outages
+# and a full disk), which would take the suite past 8 minutes on 2 cores: `make test-long` runs
 # those, and CI (.ci/run) runs it after `make test`.
 test: lint docs
 	$(call WITH_TYPES,$(PYTEST) -m 'not long')

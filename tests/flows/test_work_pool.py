@@ -23,7 +23,10 @@ from tests.flows.conftest import plan_text
 from tests.flows.work_pool import POOL, Loopback, kill_tree
 from tests.s3_server import BUCKET
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.long,
+]  # `make test-long`: minutes (a PostgreSQL cluster, a server, two workers)
 
 
 @functools.cache
