@@ -20,6 +20,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ablations.checkpoint import held
@@ -107,10 +108,17 @@ def write(store: Store, identity: Identity, step: int, payload: dict[str, bytes]
 
 
 def write_committed(
-    store: Store, identity: Identity, step: int, payload: dict[str, bytes]
+    store: Store,
+    identity: Identity,
+    step: int,
+    payload: dict[str, bytes],
+    hold: Callable[[str], None] | None = None,
 ) -> tuple[str, str]:
     """`write`; return (the checkpoint's URI, the digest its campaign holds: the sha256 of
-    the commit record's bytes, `checkpoint/held.py`)."""
+    the commit record's bytes, `checkpoint/held.py`). `hold` gets that digest before the
+    commit record is written: a process killed between the two then leaves a held digest
+    without its commit (harmless: an uncommitted step is never resumed), never a commit its
+    campaign does not hold (refused at the resume, which would retrain a whole interval)."""
     base = step_key(identity, step)
     entries = {}
     for name, data in payload.items():
@@ -127,6 +135,8 @@ def write_committed(
     }
     record = sign(record, signing_key())  # with ABLATE_SIGNING_KEY: an HMAC over the fields
     data = json.dumps(record, indent=1, sort_keys=True).encode()
+    if hold is not None:
+        hold(held.digest(data))
     store.put(f"{base}/{COMMIT}", data)
     return store.uri(base), held.digest(data)
 

@@ -5,11 +5,12 @@
 A commit record verifies its objects, but whoever can write the store can write a commit
 record too: a same-shape model swapped in with its COMMIT.json rehashed loads, and without
 `ABLATE_SIGNING_KEY` nothing in the store tells it from the run's own. The campaign's folder
-holds what the run committed: the run's worker adds each commit's digest here once the commit
-is written, and a resume takes a committed step only when its record is the one held here
-(`CheckpointManager.resume_with`). A step the folder does not hold (committed by someone else,
-or in the instant before its digest was written) is refused like a corrupt one: the run goes
-back to the newest step it holds, or trains from the start.
+holds what the run committed: the run's worker adds each commit's digest here just before it
+writes the commit record (a kill between the two leaves a digest of a step never committed,
+which nothing resumes), and a resume takes a committed step only when its record is the one
+held here (`CheckpointManager.resume_with`). A step the folder does not hold (committed by
+someone else) is refused like a corrupt one: the run goes back to the newest step it holds,
+or trains from the start.
 
 Runs without a folder to write into (the restart check's short runs, a pool host's attempts,
 which the signed store protects) hold nothing, and a run whose folder holds no file for it

@@ -6,6 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from ablations.checkpoint import commit, fence
@@ -163,9 +164,9 @@ class CheckpointManager:
                 except fence.SupersededAttempt as exc:
                     self.superseded = str(exc)
                     raise
-            uri, digest = commit.write_committed(store, identity, step, serialize())
-            if held is not None:  # the campaign's record of it, before the older ones go
-                held.add(step, digest, keep_last=keep)
+            # The campaign's record of the commit goes first (`commit.write_committed`).
+            hold = None if held is None else partial(held.add, step, keep_last=keep)
+            uri, _ = commit.write_committed(store, identity, step, serialize(), hold)
             commit.prune(store, identity, keep, step)
             return uri
 

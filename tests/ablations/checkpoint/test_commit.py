@@ -185,3 +185,20 @@ def test_a_writers_delete_removes_its_own_saves_and_nothing_beside_them(tmp_path
     commit.remove_writer(store, attempt)
     assert commit.scan(store, attempt) == ([], [])
     assert fence.accepted(store, "camp", "run-b") == "att-2"
+
+
+def test_the_campaign_holds_a_commits_digest_before_the_commit_exists(tmp_path: Path) -> None:
+    """The held digest goes first: a kill between the two leaves a digest without a commit
+    (nothing resumes an uncommitted step), never a commit the campaign does not hold, which
+    the resume would refuse and so retrain a whole interval (a kill test once retrained 11
+    steps of a 10-step interval)."""
+    store = _file_store(tmp_path)
+    record = f"{commit.step_key(ME, 10)}/{COMMIT}"
+    seen: list[tuple[str, bool]] = []
+
+    def hold(digest: str) -> None:
+        seen.append((digest, record in store.keys(commit.step_key(ME, 10))))
+
+    _, digest = commit.write_committed(store, ME, 10, {MODEL: b"weights"}, hold)
+    assert seen == [(digest, False)]
+    assert record in store.keys(commit.step_key(ME, 10))
