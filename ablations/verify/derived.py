@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from ablations.campaign.campaign import Campaign
-from ablations.campaign.folder import CampaignFolder
 from ablations.campaign.gate import GateDecision, auto_decision
 from ablations.campaign.manifest import Manifest
 from ablations.errors import AblationError, short_repr
@@ -45,11 +44,10 @@ from ablations.files.names import (
     RUNS_CSV,
 )
 from ablations.plan.model import Plan
-from ablations.plan.runs import planned_runs
 from ablations.plan.variants import CONTROL
 from ablations.run.records import PreflightReport, RunRecord
 from ablations.verify.files import FolderProblem
-from ablations.verify.looks import same
+from ablations.verify.looks import reopened, same
 
 DERIVED_FIELDS = (
     *("ledger_url", "ledger_study", "ledger_file", "question", "checkpoint_store"),
@@ -77,12 +75,10 @@ def check_derived(
     """Each derived file and manifest field against the same built again from the sources."""
     from ablations.results.write import derive_manifest
 
-    folder = CampaignFolder(out_dir)
     try:
-        registration = folder.registration()
-        if registration is None:
+        campaign = reopened(out_dir, plan, plan_hash)
+        if campaign is None:
             return []  # the plan check names the missing registration
-        campaign = Campaign(folder, plan, registration, planned_runs(plan, plan_hash))
         records = campaign.records()
         expected = derive_manifest(campaign, records, campaign.looks())
     except (AblationError, OSError, ValueError) as exc:  # an unreadable record or state file
@@ -91,7 +87,7 @@ def check_derived(
     problems = _preflight(expected.preflight)
     if expected.gate is not None:
         problems += _gate(campaign, records, expected.gate)
-    problems += _manifest(manifest, expected, registration)
+    problems += _manifest(manifest, expected, campaign.registration)
     problems += _files(out_dir, plan, manifest, expected)
     return problems
 

@@ -32,16 +32,24 @@ REL_TOLERANCE = 1e-9
 """A number judged again may differ in its last bits on another machine's scipy, never more."""
 
 
+def reopened(out_dir: Path, plan: Plan, plan_hash: str) -> Campaign | None:
+    """The folder's campaign as its registration opened it, for judging it again; None
+    without a registration."""
+    folder = CampaignFolder(out_dir)
+    registration = folder.registration()
+    if registration is None:
+        return None
+    return Campaign(folder, plan, registration, planned_runs(plan, plan_hash))
+
+
 def check_looks(
     out_dir: Path, plan: Plan, plan_hash: str, manifest: Manifest
 ) -> list[FolderProblem]:
     """Each look of looks.json and of the manifest against the same look judged again."""
-    folder = CampaignFolder(out_dir)
     try:
-        registration = folder.registration()
-        if registration is None:
+        campaign = reopened(out_dir, plan, plan_hash)
+        if campaign is None:
             return []  # the plan check names the missing registration
-        campaign = Campaign(folder, plan, registration, planned_runs(plan, plan_hash))
         recorded = campaign.looks().looks
         again = rejudged_looks(campaign)
     except (AblationError, OSError, ValueError) as exc:  # an unreadable looks.json or record
