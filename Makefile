@@ -17,7 +17,7 @@ export PYTHONDONTWRITEBYTECODE=
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 export DO_NOT_TRACK=1
 
-.PHONY: venv demo test test-long check lint typecheck docs durations clean
+.PHONY: venv demo test test-long check lint typecheck docs durations cpu-usage clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -73,6 +73,13 @@ test: lint docs
 
 test-long: venv
 	$(PYTEST) -m long
+
+# CPU seconds per test file (tests/cpu_usage.py): what to cut when `make test` runs long; unlike
+# wall time, it barely moves with the machine's other load.
+cpu-usage: venv
+	rm -rf .cpu-usage
+	$(PYTEST) -m 'not long' -p tests.cpu_usage
+	$(BIN)/python -m tests.cpu_usage
 
 # Measure each test file's duration again, for the order above (after adding a long test).
 durations: venv

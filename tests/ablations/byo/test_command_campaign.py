@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.ablations.byo.campaigns import manifest, steps_trained_twice
+from tests.ablations.byo.campaigns import assert_retrained_after_a_commit, manifest
 from tests.ablations.byo.test_command import SCRIPT
 from tests.faults.conftest import Campaign, kill_when
 
@@ -102,7 +102,7 @@ def test_the_killed_run_resumed_from_its_last_commit(campaign: Campaign) -> None
     for log in (campaign.cwd.parent / "trained").glob("*.log"):
         if log.name.startswith("5000.0"):
             continue  # stopped: it never reaches the end
-        assert len(steps_trained_twice(log, 100)) <= INTERVAL, log.name  # at most the interval
+        assert_retrained_after_a_commit(log, 100, INTERVAL)
 
 
 def test_the_report_holds_the_error_analysis_from_the_programs_predictions(

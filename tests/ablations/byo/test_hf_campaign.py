@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 
-from tests.ablations.byo.campaigns import killed_and_rerun, manifest, steps_trained_twice, verify
+from tests.ablations.byo.campaigns import (
+    assert_retrained_after_a_commit,
+    killed_and_rerun,
+    manifest,
+    verify,
+)
 from tests.ablations.byo.test_hf import PARAMS, TINY
 from tests.faults.conftest import Campaign
 
@@ -63,4 +68,4 @@ def test_the_killed_run_resumed_from_its_last_commit(campaign: Campaign) -> None
     assert any(r["variant"] == "lr=0.01" for r in resumed), resumed
     for log in (campaign.cwd.parent / "trained").glob("*.log"):
         if not log.name.startswith("1e+30"):  # stopped: it never reaches the end
-            assert len(steps_trained_twice(log, 60)) <= INTERVAL, log.name
+            assert_retrained_after_a_commit(log, 60, INTERVAL)

@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from tests.ablations.byo.campaigns import killed_and_rerun, manifest, steps_trained_twice, verify
+from tests.ablations.byo.campaigns import (
+    assert_retrained_after_a_commit,
+    killed_and_rerun,
+    manifest,
+    verify,
+)
 from tests.ablations.byo.test_lightning import LIGHTNING
 from tests.faults.conftest import Campaign
 
@@ -66,7 +71,7 @@ def test_the_killed_run_resumed_from_its_last_commit(campaign: Campaign) -> None
     assert any(r["variant"] == "lr=0.1" for r in resumed), resumed
     for log in (campaign.cwd.parent / "trained").glob("*.log"):
         if not log.name.startswith("10000.0"):  # stopped: it never reaches the end
-            assert len(steps_trained_twice(log, 100)) <= INTERVAL, log.name
+            assert_retrained_after_a_commit(log, 100, INTERVAL)
 
 
 def test_the_report_holds_the_error_analysis_and_the_framework(campaign: Campaign) -> None:
