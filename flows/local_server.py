@@ -90,6 +90,9 @@ class TemporaryServer:
             *("--factory", "prefect.server.api.server:create_app"),
             *("--host", "127.0.0.1", "--port", str(self.port)),
             *("--log-level", "error", "--lifespan", "on"),
+            # Bounded: uvicorn otherwise waits for every open connection to close, and a
+            # server told to stop by its dead parent's signal lived on for an hour.
+            *("--timeout-graceful-shutdown", "3"),
         ]
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
         self._process = subprocess.Popen(
