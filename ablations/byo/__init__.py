@@ -19,10 +19,11 @@ to `session` and obeying its replies (see `ExternalWorkload`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
+
+from ablations.process.environment import environment_set
 
 if TYPE_CHECKING:
     from ablations.byo.session import Session
@@ -106,17 +107,8 @@ def run_environment(spec: RunSpec) -> Iterator[None]:
     it (a Lightning module or a `make_trainer` reads them as a command does; the worker runs
     one run at a time), as they were afterwards. `ABLATE_RUN_ID` is not among them: an
     `ablate_report.report` call in such code stays a no-op (the adapter reports)."""
-    variables = run_variables(spec)
-    before = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
+    with environment_set(run_variables(spec)):
         yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 KEPT_MODEL = {

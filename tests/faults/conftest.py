@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from ablations.process.environment import environment_set
 from flows.local_server import TemporaryServer
 from tests.conftest import ROOT
 from tests.flows.conftest import TINY_PLAN
@@ -36,17 +37,9 @@ def shared_api_url() -> str:
         home = tempfile.mkdtemp(prefix="ablate-test-prefect-")
         atexit.register(shutil.rmtree, home, ignore_errors=True)  # after the server stops
         server_env = {"PREFECT_HOME": home, **_NO_EVENT_SERVICES}  # the database goes there
-        before = {name: os.environ.get(name) for name in server_env}
-        os.environ.update(server_env)
-        try:
+        with environment_set(server_env):
             server = TemporaryServer()
             _SHARED_API.append(server.wait_ready(90))
-        finally:
-            for name, value in before.items():
-                if value is None:
-                    del os.environ[name]
-                else:
-                    os.environ[name] = value
     return _SHARED_API[0]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ablations.process.environment import environment_set
 from flows.environment import quiet_prefect
 from flows.local_server import TemporaryServer
 from tests.flows.work_pool import Loopback, serve
@@ -55,7 +55,7 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     home = tmp_path_factory.mktemp("prefect-server-home")
-    with _environment(PREFECT_HOME=str(home)):  # the server's database goes there
+    with environment_set({"PREFECT_HOME": str(home)}):  # the server's database goes there
         server = TemporaryServer()
     try:
         url = server.wait_ready(90)
@@ -75,20 +75,6 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             EventsWorker.drain_all()
     finally:
         server.stop()
-
-
-@contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @pytest.fixture
