@@ -14,6 +14,7 @@ import concurrent.futures
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -43,7 +44,7 @@ from ablations.text.say import say
 from flows.boundary import admitted
 from flows.gate_ui import ask_in_ui, decision_markdown
 from flows.live import LiveArtifacts
-from flows.pool import PoolExecutor
+from flows.pool import PoolExecutor, require_queue_with_pool
 from flows.run_log import run_logger
 from flows.run_names import name_for, name_this_run
 from tasks.artifacts import markdown_artifact, table_artifact
@@ -154,15 +155,32 @@ def _main_phase(
         say(f"main: {unneeded} registered runs were not needed (their variants were decided)")
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where the flow's runs go, as its form says (the flow's parameters of the same names)."""
+
+    devices: str
+    pool: str
+    queue: str
+    heartbeat_timeout_s: float
+
+
 @contextmanager
 def open_executor(
-    plan: Plan, out_dir: str, plan_path: str, devices: str, pool: str, heartbeat_timeout_s: float
+    plan: Plan, out_dir: str, plan_path: str, placement: Placement
 ) -> Iterator[Executor]:
     """The flow's own executor (a flow run from the UI): the pool's, or this machine's slots."""
-    if pool:
-        yield PoolExecutor.for_plan(plan, pool, devices or None, heartbeat_timeout_s)
+    devices = placement.devices or None
+    if placement.pool:
+        yield PoolExecutor.for_plan(
+            plan,
+            placement.pool,
+            devices,
+            placement.heartbeat_timeout_s,
+            queue=placement.queue or None,
+        )
         return
-    slots = local_slots_for(plan, Path(plan_path) if plan_path else None, devices or None)
+    slots = local_slots_for(plan, Path(plan_path) if plan_path else None, devices)
     with LocalSlots.open(slots, warmup_for(plan, Path(out_dir))) as executor:
         yield executor
 
@@ -171,9 +189,7 @@ def _campaign(
     admission: Admission,
     plan_path: str,
     gate: Literal["plan", "auto", "ui"],
-    devices: str,
-    pool: str,
-    heartbeat_timeout_s: float,
+    placement: Placement,
     opened: Executor | None,
 ) -> State:
     """The campaign flow's body, run while the flow holds the output folder's lock."""
@@ -183,9 +199,7 @@ def _campaign(
     with (
         nullcontext(opened)
         if opened is not None
-        else open_executor(
-            campaign.plan, str(campaign.out_dir), plan_path, devices, pool, heartbeat_timeout_s
-        )
+        else open_executor(campaign.plan, str(campaign.out_dir), plan_path, placement)
     ) as executor:
         return _phases(campaign, gate, executor)
 
@@ -275,6 +289,7 @@ def campaign_flow(
         gate: Literal["plan", "auto", "ui"] = "plan",
         devices: str = "",
         pool: str = "",
+        queue: str = "",
         heartbeat_timeout_s: float = 120.0,
     ) -> State:
         """Run an ablation campaign from a plan file (or inline YAML) into an output folder.
@@ -298,6 +313,9 @@ def campaign_flow(
                 its online workers).
             pool: A Prefect process work pool whose workers run each run (deployment
                 `run/<pool>`). Empty: the runs use this machine's devices.
+            queue: With a pool: its work queue for this campaign's runs (its priority puts
+                them before other campaigns' runs; its limit caps them). Empty: the pool's
+                default queue.
             heartbeat_timeout_s: With a pool: seconds without a run's heartbeat before its host
                 is presumed lost and the run is submitted again.
         """
@@ -308,6 +326,7 @@ def campaign_flow(
             # itself: in a task it would end in Prefect's traceback instead of one line.
             # Served: the paths inside the roots and the entry allowed, before anything is
             # touched; the text bounded whether pasted or read.
+            require_queue_with_pool(pool, queue)
             admitted_plan = admission or admitted(plan_path, plan_yaml, out_dir)
             if not named:  # after the campaign, from the plan as parsed: no parse for a name
                 name_this_run(admitted_plan.plan.campaign.id)
@@ -315,9 +334,8 @@ def campaign_flow(
             # One writer per folder, also for a flow run launched from a deployment (`ablate
             # run` already holds it in this process: then this is a no-op).
             with hold_folder(admitted_plan.out_dir):
-                return _campaign(
-                    admitted_plan, plan_path, gate, devices, pool, heartbeat_timeout_s, opened
-                )
+                placement = Placement(devices, pool, queue, heartbeat_timeout_s)
+                return _campaign(admitted_plan, plan_path, gate, placement, opened)
         except InputError as error:
             if not named:  # the form's plan was refused: the run's name says so
                 name_this_run(name_for({"plan_yaml": plan_yaml, "plan_path": plan_path}))

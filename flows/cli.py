@@ -141,6 +141,10 @@ def run_command(args: argparse.Namespace) -> int:
 
     quiet_prefect()
     local = args.pool is None
+    if args.queue:  # only with a pool, which imports flows.pool anyway
+        from flows.pool import require_queue_with_pool
+
+        require_queue_with_pool(args.pool, args.queue)
     # Bad input exits 2 here, before any work starts: the plan is read and parsed once, a
     # conflicting folder refused before Prefect starts. A local campaign's workload is
     # imported (and so checked) in its slot workers below: this process never loads torch.
@@ -372,6 +376,7 @@ def _run_campaign(
                 gate=args.gate or "plan",  # the flow's form has no null: empty means "not given"
                 devices=args.devices or "",
                 pool=args.pool or "",
+                queue=args.queue or "",  # the flow run's parameters show where its runs went
                 heartbeat_timeout_s=args.heartbeat_timeout,
             )
         )

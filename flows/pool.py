@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -85,7 +86,10 @@ class PoolSettings:
     poll_s: float = 2.0
     queue: str | None = None
     """The pool's work queue the runs go to (None: its default queue). A queue's priority
-    puts one campaign's runs before another's; its concurrency limit bounds its share."""
+    puts one campaign's runs before another's; its concurrency limit caps the queue's
+    flow runs, which the server applies when a worker asks for runs, counting those Pending
+    or Running (one declared lost, still alive on its host, no longer counts). The bound
+    of the campaign's own, `PoolExecutor.in_flight`, needs neither."""
 
     @property
     def deployment(self) -> str:
@@ -95,7 +99,8 @@ class PoolSettings:
 def pool_slots(
     settings: PoolSettings, resources: ResourcesSection, devices: str | None
 ) -> list[SlotSpec]:
-    """Placeholders for the runs kept in flight on the pool (the projection counts them).
+    """Placeholders for the runs kept in flight on the pool (the projection counts them):
+    the campaign's share of the pool, which `PoolExecutor` never exceeds.
 
     `--devices` or the plan's `resources.devices` count the pool's devices in all (a number,
     or a list); `auto` counts the workers online in the pool now. Never probed locally."""
@@ -105,13 +110,27 @@ def pool_slots(
     elif isinstance(wanted, int):
         count = wanted
     else:
-        with get_client(sync_client=True) as client:
-            workers = client.read_workers_for_work_pool(settings.pool)
-        count = sum(1 for w in workers if str(w.status).upper().endswith("ONLINE"))
+        count = online_workers(settings.pool)
     return [
         SlotSpec(name=f"{settings.pool}#{i}", device="pool", cpu_threads=1)
         for i in range(max(1, count))
     ]
+
+
+def online_workers(pool: str) -> int:
+    """How many of the pool's workers are online now (each takes `--limit` runs at once)."""
+    with get_client(sync_client=True) as client:
+        workers = client.read_workers_for_work_pool(pool)
+    return sum(1 for w in workers if str(w.status).upper().endswith("ONLINE"))
+
+
+def require_queue_with_pool(pool: str | None, queue: str | None) -> None:
+    """A work queue belongs to a pool: one without `--pool` is refused, not ignored."""
+    if queue and not pool:
+        raise InputError(
+            f"--queue {queue}: a work queue of a pool; give --pool too (without a pool the "
+            "runs use this machine's devices)"
+        )
 
 
 def require_pool(settings: PoolSettings) -> None:
@@ -157,6 +176,12 @@ class PoolExecutor:
     def __init__(self, settings: PoolSettings, slots: list[SlotSpec]) -> None:
         self.settings = settings
         self._slots = slots
+        # The campaign's share of the pool: at most one flow run per slot submitted and not
+        # yet over, whoever calls (`ablate run` sizes its task threads to the slots, a flow
+        # run from the UI has 16). Runs beyond the pool's free workers wait in its queue. An
+        # attempt presumed lost gives its place back at once: if its host was only paused,
+        # it may still hold a device there (fenced: it commits nothing) beside the next.
+        self.in_flight = threading.BoundedSemaphore(max(1, len(slots)))
 
     @classmethod
     def for_plan(
@@ -181,7 +206,14 @@ class PoolExecutor:
             queue=queue,
         )
         require_pool(settings)
-        return cls(settings, pool_slots(settings, plan.resources, devices))
+        slots = pool_slots(settings, plan.resources, devices)
+        online = online_workers(pool)
+        if len(slots) > online:  # allowed: workers may join; the runs wait in the queue
+            say(
+                f"pool {pool}: up to {len(slots)} runs in flight, {online} worker(s) online: "
+                "the others wait in the pool's queue for a free worker"
+            )
+        return cls(settings, slots)
 
     @property
     def slots(self) -> list[SlotSpec]:
@@ -299,16 +331,17 @@ class PoolExecutor:
                 "expected_inputs": expected,
                 "attempt": attempt,
             }
-            flow_run = run_deployment(
-                self.settings.deployment,
-                parameters=parameters,
-                timeout=0,  # we wait ourselves: Prefect cannot see a host that vanished
-                idempotency_key=f"{spec.campaign_id}/{spec.run_id}/{attempt}",
-                work_queue_name=self.settings.queue,
-                tags=[campaign_tag(spec.campaign_id)],  # two campaigns on one pool, told apart
-            )
-            assert isinstance(flow_run, FlowRun)  # sync call: no coroutine
-            problem = self._wait(flow_run.id, store, spec, attempt, kind)
+            with self.in_flight:  # held until the flow run is over (or presumed lost)
+                flow_run = run_deployment(
+                    self.settings.deployment,
+                    parameters=parameters,
+                    timeout=0,  # we wait ourselves: Prefect cannot see a host that vanished
+                    idempotency_key=f"{spec.campaign_id}/{spec.run_id}/{attempt}",
+                    work_queue_name=self.settings.queue,
+                    tags=[campaign_tag(spec.campaign_id)],  # two campaigns, told apart in the UI
+                )
+                assert isinstance(flow_run, FlowRun)  # sync call: no coroutine
+                problem = self._wait(flow_run.id, store, spec, attempt, kind)
             error_type = "WorkerLost"
             sealed = attempt_result(store, spec, attempt)
             if sealed is not None:

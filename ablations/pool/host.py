@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ablations.plan.infrastructure import ResourcesSection
 from ablations.slots.devices import SlotSpec, plan_slots
+from ablations.text.say import say
 
 POLL_SECONDS = 0.5
 """How often a flow run waiting for a busy host retries the locks (a run lasts minutes)."""
@@ -80,6 +81,7 @@ class HostSlots:
         `TimeoutError` after `timeout_s` seconds without a free slot (None: wait forever)."""
         self.lock_dir.mkdir(parents=True, exist_ok=True)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        waited = False
         while True:
             for slot in self.slots:
                 fd = os.open(self.lock_path(slot), os.O_RDWR | os.O_CREAT, 0o644)
@@ -98,5 +100,12 @@ class HostSlots:
                 raise TimeoutError(
                     f"no free slot on {self.host} ({len(self.slots)} slots, locks in "
                     f"{self.lock_dir}) within {timeout_s} s"
+                )
+            if not waited:  # a worker whose --limit exceeds the host's devices took it
+                waited = True
+                say(
+                    f"{self.host}: all {len(self.slots)} slot(s) busy; waiting for one (start "
+                    "the worker with --limit at most ABLATE_DEVICES' count: a run waiting here "
+                    "could have run on another host)"
                 )
             time.sleep(POLL_SECONDS)

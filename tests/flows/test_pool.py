@@ -260,3 +260,47 @@ def test_each_submission_carries_its_campaigns_tag_and_goes_to_the_chosen_queue(
     assert [s["work_queue_name"] for s in submitted] == ["urgent", None]
     assert all(s["tags"] == [f"campaign:{spec.campaign_id}"] for s in submitted)
     assert {s["name"] for s in submitted} == {"run/gpus"}
+
+
+def test_a_campaign_never_has_more_flow_runs_out_than_its_slots_whatever_its_threads(
+    tmp_path: Path, tiny_plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The campaign's share of a pool: a flow run from the UI has 16 task threads, so only the
+    executor itself keeps `--devices` (here 2) flow runs submitted and not over; the others
+    wait in the campaign, not in the pool's queue ahead of another campaign's runs."""
+    import threading
+    import time
+
+    import flows.pool
+    from ablations.plan.infrastructure import ResourcesSection
+
+    spec = _spec(tmp_path, tiny_plan)
+    out, peak, submitted = 0, 0, 0
+    lock = threading.Lock()
+
+    def run_deployment(name: str, parameters: dict[str, Any], **_: Any) -> Any:
+        from prefect.client.schemas.objects import FlowRun
+
+        nonlocal out, peak, submitted
+        with lock:
+            out, submitted = out + 1, submitted + 1
+            peak = max(peak, out)
+        return FlowRun(flow_id=uuid.uuid4(), name=parameters["attempt"])
+
+    def wait(*_: Any) -> str:
+        nonlocal out
+        time.sleep(0.2)  # the flow run queued, then running on a host
+        with lock:
+            out -= 1
+        return "ended COMPLETED"
+
+    monkeypatch.setattr(flows.pool, "run_deployment", run_deployment)
+    monkeypatch.setattr(PoolExecutor, "_wait", wait)
+    slots = pool_slots(PoolSettings("gpus"), ResourcesSection(devices=1), "2")
+    executor = PoolExecutor(PoolSettings("gpus", attempts=1, poll_s=0.01), slots)
+    threads = [threading.Thread(target=executor.run, args=(spec,)) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert submitted == 6 and peak == 2

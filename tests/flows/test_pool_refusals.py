@@ -53,3 +53,35 @@ def test_an_unknown_queue_of_a_known_pool_exits_2_naming_it_and_the_queues(
     assert f"--queue urgnet: no such work queue in pool {pool} (queues: default)" in err
     assert f"prefect work-queue create urgnet --pool {pool}" in err
     assert not out.exists()
+
+
+def test_a_queue_without_a_pool_exits_2_in_one_line(
+    tmp_path: Path, tiny_plan: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ignored, the queue's priority would silently not apply: refused before anything."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(plan_text(tiny_plan))
+    out = tmp_path / "out"
+    code = main(["run", str(plan), "--out", str(out), "--queue", "urgent"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.strip().splitlines() == [
+        "error: --queue urgent: a work queue of a pool; give --pool too (without a pool the "
+        "runs use this machine's devices)"
+    ]
+    assert not out.exists()
+
+
+def test_the_forms_queue_without_a_pool_fails_the_flow_run_in_one_line(
+    prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any]
+) -> None:
+    """The deployment's form (the Prefect UI) refuses it as `ablate run` does."""
+    from flows.campaign import ablation_campaign
+
+    state = ablation_campaign(
+        plan_yaml=plan_text(tiny_plan), out_dir=str(tmp_path / "out"), queue="urgent",
+        return_state=True,
+    )  # fmt: skip
+    assert state.is_failed() and state.message is not None
+    assert state.message.startswith("--queue urgent: a work queue of a pool")
+    assert not (tmp_path / "out").exists()

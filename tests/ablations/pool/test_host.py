@@ -57,7 +57,9 @@ def test_a_lease_names_the_host_and_frees_the_slot_afterwards(tmp_path: Path) ->
         assert again.name == "gpu-a/cpu#0"
 
 
-def test_a_slot_held_by_another_process_is_never_handed_out(tmp_path: Path) -> None:
+def test_a_slot_held_by_another_process_is_never_handed_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     holder = _holder(tmp_path, "2")
     try:
         assert holder.stdout is not None
@@ -71,6 +73,9 @@ def test_a_slot_held_by_another_process_is_never_handed_out(tmp_path: Path) -> N
                 host.lease(timeout_s=1),
             ):
                 pass
+        # said once, in the flow run's log: its worker took more runs than the host has slots
+        said = capsys.readouterr().out
+        assert said.count("gpu-a: all 2 slot(s) busy; waiting for one") == 1, said
     finally:
         holder.kill()
         holder.wait(timeout=10)

@@ -1,0 +1,178 @@
+"""Two campaigns on one work pool at once, as two researchers share a cluster.
+
+Everything real and on loopback (`tests.flows.work_pool`): a Prefect server on a throwaway
+PostgreSQL database, the `gpus` pool with a second work queue of higher priority, three
+`prefect worker start --limit 1` processes posing as hosts of one device each, moto's S3
+server as the store, and two `ablate run --pool` campaigns of a command that mostly sleeps
+(`bench/sleepy_run.py`), started together: `alpha` with `--queue urgent`, `beta` on the
+default queue, each with `--devices 2`, so four runs want three workers.
+
+What is checked from the server's flow runs and the hosts' records: both campaigns decide and
+verify; no worker ran two flow runs at once, and no device slot two runs; neither campaign
+ever had more than its two flow runs out (submitted and not over); each campaign's runs went
+to its own queue under its own tag; and the campaigns ran side by side (neither waited for
+the other to finish: the one with priority cannot take the third worker).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.flows.conftest import plan_text
+from tests.flows.work_pool import POOL, Loopback
+from tests.s3_server import BUCKET
+
+DEVICES = 2
+"""Each campaign's share of the pool: two of its three workers."""
+
+
+def _plan(campaign: str, store: str, endpoint: str) -> dict[str, Any]:
+    """Two variants x three seeds of a 3-second sleeping run: eight flow runs per campaign
+    (preflight, one pilot run, six main runs), short enough to run twice side by side."""
+    command = [sys.executable, str(ROOT / "bench" / "sleepy_run.py"), "--seconds", "3"]
+    return {
+        "campaign": {
+            "id": campaign,
+            "question": "Does the learning rate matter?",
+            "decision": "Keep the control unless a rate is usefully better.",
+        },
+        "workload": {"command": [*command, "--lr", "{lr}"], "steps": 10, "eval_every": 1},
+        "control": {"params": {"lr": 0.01}},
+        "factors": {"lr": {"category": "essential", "levels": [0.02]}},
+        "seeds": [0, 1, 2],
+        "metric": {"name": "mse", "direction": "minimize", "threshold": 2.0, "useful_effect": 0.05},
+        "stop_rules": {"quality": {"warmup_steps": 10}},
+        "pilot": {"variants": ["control"], "steps": 1},
+        "checkpoint": {"store": store, "endpoint_url": endpoint, "interval": {"steps": 5}},
+    }
+
+
+def _flow_runs(api: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    while True:
+        body = json.dumps({"limit": 200, "offset": len(found)}).encode()
+        request = urllib.request.Request(
+            f"{api}/flow_runs/filter", body, {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            page = json.loads(response.read())
+        found += page
+        if len(page) < 200:
+            return found
+
+
+def _queues(api: str) -> dict[str, int]:
+    request = urllib.request.Request(
+        f"{api}/work_pools/{POOL}/queues/filter", b"{}", {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return {q["name"]: q["priority"] for q in json.loads(response.read())}
+
+
+def _when(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def most_at_once(intervals: list[tuple[float, float]]) -> int:
+    """The most intervals open at one instant (one ending as another starts: not both)."""
+    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    most = now = 0
+    for _, change in events:  # at one instant the ends (-1) sort before the starts
+        now += change
+        most = max(most, now)
+    return most
+
+
+def test_most_at_once_counts_overlaps_only() -> None:
+    assert most_at_once([(0, 1), (1, 2), (2, 3)]) == 1
+    assert most_at_once([(0, 2), (1, 3), (1.5, 1.7)]) == 3
+    assert most_at_once([]) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.long  # `make test-long`: minutes
+def test_two_campaigns_share_three_workers_each_within_its_share(
+    loopback: Loopback, s3_endpoint: str, tmp_path: Path
+) -> None:
+    api = loopback.env["PREFECT_API_URL"]
+    loopback.prefect("work-queue", "create", "urgent", "--pool", POOL, "--priority", "1")
+    priorities = _queues(api)
+    assert priorities["urgent"] < priorities["default"], priorities  # taken first
+    for host in ("host-a", "host-b", "host-c"):
+        loopback.worker(host, "cpu")
+    queues = {"alpha": "urgent", "beta": "default"}
+    campaigns, outs = {}, {}
+    started = time.monotonic()
+    for name, queue in queues.items():
+        plan = tmp_path / f"{name}.yaml"
+        plan.write_text(
+            plan_text(_plan(name, f"s3://{BUCKET}/shared-{tmp_path.name}", s3_endpoint))
+        )
+        outs[name] = tmp_path / f"out-{name}"
+        run = ["run", str(plan), "--out", str(outs[name]), "--pool", POOL]
+        run += ["--devices", str(DEVICES)] + (["--queue", queue] if queue != "default" else [])
+        campaigns[name] = loopback.start(
+            [sys.executable, "-m", "ablations.cli", *run], loopback.env, f"{name}.log"
+        )
+    for name, process in campaigns.items():
+        assert process.wait(timeout=900) == 0, loopback.log(f"{name}.log")[-4000:]
+    print(f"two campaigns on three workers: {time.monotonic() - started:.1f} s")
+
+    records: dict[str, dict[str, Any]] = {}
+    for name, out in outs.items():
+        output = loopback.log(f"{name}.log")
+        assert "Traceback" not in output and "lost" not in output, output[-4000:]
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["decision_reached"].startswith("Keep the control"), manifest
+        assert {r["status"] for r in manifest["runs"]} == {"accepted"}, manifest["runs"]
+        records |= {
+            f"{name}/{p.stem}": json.loads(p.read_text()) for p in (out / "records").glob("*")
+        }
+        verify = subprocess.run(
+            [sys.executable, "-m", "ablations.cli", "verify", str(out)],
+            env=loopback.env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert verify.returncode == 0, verify.stdout + verify.stderr
+
+    runs = [r for r in _flow_runs(api) if r["parameters"].get("spec")]
+    assert {r["state_type"] for r in runs} == {"COMPLETED"}, [r["state_type"] for r in runs]
+    assert len(runs) == 16  # each campaign: preflight, one pilot run, six main runs
+
+    # One flow run at a time per worker (its `--limit 1`), one run at a time per device slot
+    # (the host's slot locks), whichever campaign submitted it.
+    by_worker: dict[str, list[tuple[float, float]]] = {}
+    for run in runs:
+        worker = run["labels"]["prefect.worker.name"]
+        by_worker.setdefault(worker, []).append((_when(run["start_time"]), _when(run["end_time"])))
+    assert set(by_worker) == {"host-a", "host-b", "host-c"}
+    assert {w: most_at_once(spans) for w, spans in by_worker.items()} == dict.fromkeys(by_worker, 1)
+    by_slot: dict[str, list[tuple[float, float]]] = {}
+    for record in records.values():
+        by_slot.setdefault(record["slot"], []).append((record["started_at"], record["ended_at"]))
+    assert {s: most_at_once(spans) for s, spans in by_slot.items()} == dict.fromkeys(by_slot, 1)
+
+    # Each campaign's share: never more than --devices flow runs out, from the submission
+    # (queued included) to the end; each on its own queue, under its own tag.
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for name, queue in queues.items():
+        mine = [r for r in runs if f"campaign:{name}" in r["tags"]]
+        assert len(mine) == 8 and {r["work_queue_name"] for r in mine} == {queue}
+        out = [(_when(r["created"]), _when(r["end_time"])) for r in mine]
+        assert most_at_once(out) <= DEVICES, name
+        spans[name] = [(_when(r["start_time"]), _when(r["end_time"])) for r in mine]
+        running = most_at_once(spans[name])
+        print(f"{name}: at most {most_at_once(out)} flow runs out, {running} running at once")
+    # Side by side: at some instant each campaign had a run running (neither was starved
+    # until the other finished).
+    side_by_side = [a for a in spans["alpha"] for b in spans["beta"] if a[0] < b[1] and b[0] < a[1]]
+    assert side_by_side, spans
