@@ -70,14 +70,16 @@ class Loopback:
         )
         assert result.returncode == 0, result.stdout + result.stderr
 
-    def worker(self, host: str, devices: str) -> None:
+    def worker(self, host: str, devices: str, limit: int = 1) -> None:
+        """A worker posing as a host of `devices`, taking at most `limit` flow runs at once."""
         env = {
             **self.env,
             "ABLATE_HOST": host,
             "ABLATE_DEVICES": devices,
             "ABLATE_SLOT_DIR": str(self.home / f"slots-{host}"),
         }
-        command = [*PREFECT, "worker", "start", "--pool", POOL, "--limit", "1", "--name", host]
+        command = [*PREFECT, "worker", "start", "--pool", POOL, "--limit", str(limit)]
+        command += ["--name", host]
         self.workers[host] = self.start(command, env, f"worker-{host}.log")
 
     def log(self, name: str) -> str:
