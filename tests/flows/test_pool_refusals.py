@@ -85,3 +85,29 @@ def test_the_forms_queue_without_a_pool_fails_the_flow_run_in_one_line(
     assert state.is_failed() and state.message is not None
     assert state.message.startswith("--queue urgent: a work queue of a pool")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_forms_pool_devices_and_queue_reach_the_pool_executor(
+    prefect_server: None,
+    tmp_path: Path,
+    tiny_plan: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A campaign launched from the UI goes to the queue its form names, with its share."""
+    import flows.campaign
+    from ablations.errors import InputError
+
+    asked: list[tuple[Any, ...]] = []
+
+    def for_plan(plan: Any, pool: str, devices: str | None, heartbeat: float, queue: Any) -> Any:
+        asked.append((pool, devices, heartbeat, queue))
+        raise InputError("stop here: the pool is the other tests' business")
+
+    monkeypatch.setattr(flows.campaign.PoolExecutor, "for_plan", for_plan)
+    tiny_plan["checkpoint"]["store"] = f"file://{tmp_path / 'store'}"
+    state = flows.campaign.ablation_campaign(
+        plan_yaml=plan_text(tiny_plan), out_dir=str(tmp_path / "out"), pool="gpus",
+        devices="3", queue="urgent", heartbeat_timeout_s=30.0, return_state=True,
+    )  # fmt: skip
+    assert state.is_failed() and state.message == "stop here: the pool is the other tests' business"
+    assert asked == [("gpus", "3", 30.0, "urgent")]
