@@ -34,7 +34,10 @@ def tiny_wheel(folder: Path, wheelhouse: Path) -> None:
     )  # fmt: skip
 
 
-@pytest.mark.slow  # a venv, an editable install and one part: about 25 s
+# A venv, an editable install and one part (40 s on 2 cores), for the lent card's script
+# only: `make test-long`, which CI runs after `make test`.
+@pytest.mark.slow
+@pytest.mark.long
 def test_the_offline_install_path_runs_a_part_and_returns_three_files(tmp_path: Path) -> None:
     wheelhouse, venv, out = tmp_path / "wheelhouse", tmp_path / "venv", tmp_path / "out"
     tiny_wheel(tmp_path / "tiny", wheelhouse)

@@ -18,7 +18,9 @@ import pytest
 from ablations.verify.folder import verify_folder
 from tests.faults.conftest import Campaign, fault_plan, kill_when, log_text
 
-pytestmark = pytest.mark.slow
+# Two minutes of six campaigns on 2 cores: `make test-long` (CI runs it after `make test`);
+# the suite keeps one kill per window in test_crash_windows, test_looks_resume and the rest.
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
 def _manifest(campaign: Campaign) -> dict[str, dict[str, object]]:
