@@ -4,13 +4,14 @@ which the test files are handed to pytest's processes (`tests/durations.py`)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from ablations.process.environment import environment_set
 from tests import durations
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +47,16 @@ def pytest_configure(config: pytest.Config) -> None:
     import torch
 
     torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_slot_locks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The slot locks of this test process's campaigns in a folder of its own: every local
+    campaign locks its slots (`ablations.slots.locks`), and the machine-wide default would
+    make the two pytest processes (and anyone else's tests on the machine) wait for each
+    other's `cpu#0`. A test's own campaigns still share it, as two on one machine would."""
+    with environment_set({"ABLATE_SLOT_DIR": str(tmp_path_factory.mktemp("slot-locks"))}):
+        yield
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

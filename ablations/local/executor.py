@@ -1,28 +1,34 @@
 """The local executor: the campaign's runs on this machine's slots, one worker per slot.
 
 The flow (or `ablate run`, before Prefect's server is up) opens it once and passes it to the
-steps; it holds the worker processes for the campaign's lifetime.
+steps; it holds the worker processes for the campaign's lifetime. Each run (and the
+preflight) also holds its slot's lock file while it uses the slot (`ablations.slots.locks`),
+so two campaigns on one machine, or a campaign and a pool worker of the same host name, never
+put runs on one slot at once: the second waits, saying so.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from ablations.campaign.campaign import Campaign
 from ablations.campaign.executor import Executor
 from ablations.campaign.folder import CampaignFolder
 from ablations.campaign.manifest import Manifest
-from ablations.errors import Problem
+from ablations.errors import CampaignInterrupted, Problem
 from ablations.plan.model import Plan
 from ablations.preflight.across import preflight_across
 from ablations.probe.sweep import peak_for_slots
+from ablations.process.preemption import TERMINATE
 from ablations.results.job import RESULTS_PRELOAD, ResultsJob
 from ablations.run.records import PreflightReport, RunRecord, RunSpec
 from ablations.slots.devices import SlotLease, SlotSpec, plan_slots
+from ablations.slots.locks import SlotLocks, unlock
 from ablations.workers.jobs import PreflightOnSlot, RunJob
 from ablations.workers.worker import SlotWorker, Warmup
 
@@ -53,11 +59,15 @@ def warmup_for(plan: Plan, out_dir: Path) -> Warmup:
 class LocalSlots:
     """A started worker per slot; runs lease one, the results step uses the first."""
 
-    def __init__(self, slots: list[SlotSpec], warmup: Warmup | None = None) -> None:
+    def __init__(
+        self, slots: list[SlotSpec], warmup: Warmup | None = None, locks: SlotLocks | None = None
+    ) -> None:
         """Start a worker per slot now: their imports overlap whatever the campaign does
         meanwhile. With `warmup.restart_check` and a single slot, a spare worker starts too:
-        the restart check's continuation needs a process that did not save."""
+        the restart check's continuation needs a process that did not save. `locks`: the
+        machine's slot locks (default: from `ABLATE_SLOT_DIR` and `ABLATE_HOST`)."""
         warmup = warmup or Warmup()
+        self.locks = locks if locks is not None else SlotLocks.from_env()
         others = replace(warmup, preload=())  # the first slot writes the results
         workers = [SlotWorker(s, warmup if i == 0 else others) for i, s in enumerate(slots)]
         self.leases = SlotLease(workers)
@@ -70,9 +80,11 @@ class LocalSlots:
 
     @classmethod
     @contextmanager
-    def open(cls, slots: list[SlotSpec], warmup: Warmup | None = None) -> Iterator[LocalSlots]:
+    def open(
+        cls, slots: list[SlotSpec], warmup: Warmup | None = None, locks: SlotLocks | None = None
+    ) -> Iterator[LocalSlots]:
         """The started slots for the block; every worker stops at its end."""
-        executor = cls(slots, warmup)
+        executor = cls(slots, warmup, locks)
         finished = False
         try:
             yield executor
@@ -85,13 +97,14 @@ class LocalSlots:
         return [worker.slot for worker in self.leases.slots]
 
     def run(self, spec: RunSpec) -> RunRecord:
-        with self.leases.lease() as worker:
+        with self.leases.lease() as worker, self._held(worker.slot):
             return worker.do(RunJob(spec))
 
     def preflight(self, spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
-        with self.leases.lease() as worker:
+        with self.leases.lease() as worker, self._held(worker.slot):
             slot = PreflightOnSlot(worker)
-            return preflight_across(slot, self._other_preflight, spec, expected_inputs)
+            other = partial(self._other_preflight, worker.slot)
+            return preflight_across(slot, other, spec, expected_inputs)
 
     def write_results(self, campaign: Campaign) -> Manifest:
         """In the first slot's worker, which imported the results' libraries while it waited
@@ -104,25 +117,46 @@ class LocalSlots:
         return self.leases.slots[0].workload_problem()
 
     @contextmanager
-    def other_process(self) -> Iterator[SlotWorker]:
-        """A worker other than the one leased for the preflight, for the restart check's
-        continuation: a second slot (idle before the pilot), else the spare (once), else a
-        new one."""
+    def other_process(self, beside: SlotSpec | None = None) -> Iterator[SlotWorker]:
+        """A worker other than the one leased for the preflight (on `beside`, whose lock the
+        preflight holds), for the restart check's continuation: a second slot (idle before
+        the pilot) no other campaign holds, else the spare (once), else a new one on
+        `beside` (default: the first slot)."""
         if len(self.leases.slots) > 1:
             with self.leases.lease() as worker:
-                yield worker
-            return
+                # Not waited for: a preflight waiting for a second lock while it holds one
+                # would wait forever on a campaign doing the same in the other order.
+                fd = self.locks.try_lock(worker.slot)
+                if fd is not None:
+                    try:
+                        yield worker
+                    finally:
+                        unlock(fd)
+                    return
+        # On the slot the preflight holds already: no second lock (a second flock on it,
+        # from this process too, would wait for the first).
         with self._lock:
             spare, self._spare = self._spare, None
-        worker = spare or SlotWorker(self.leases.slots[0].slot)
+        worker = spare or SlotWorker(beside or self.leases.slots[0].slot)
         try:
             yield worker
         finally:
             worker.close()
 
+    def _held(self, slot: SlotSpec) -> AbstractContextManager[None]:
+        """The slot's lock across processes, for one run (never across the gate's wait or
+        between runs): while another campaign on this machine holds it, one line and a wait."""
+
+        def give_up() -> None:  # a campaign asked to stop starts nothing new
+            if TERMINATE.requested:
+                reason = f"{TERMINATE.reason} received while waiting for {slot.name}"
+                raise CampaignInterrupted(f"not started: {reason}")
+
+        return self.locks.held(slot, give_up)
+
     @contextmanager
-    def _other_preflight(self) -> Iterator[PreflightOnSlot]:
-        with self.other_process() as worker:
+    def _other_preflight(self, beside: SlotSpec) -> Iterator[PreflightOnSlot]:
+        with self.other_process(beside) as worker:
             yield PreflightOnSlot(worker)
 
     def _workers(self) -> list[SlotWorker]:

@@ -1,9 +1,11 @@
 """One host's slots, leased across processes: a lock file per slot.
 
 A process work pool starts every flow run as its own process, so the thread-safe `SlotLease`
-of one campaign process cannot share a host's devices between them. An exclusive `flock` on
-`<lock_dir>/<host>-<slot>.lock` can, and the kernel drops it when its holder dies, so a
-crashed run never keeps its slot.
+of one campaign process cannot share a host's devices between them. The slot locks of
+`ablations.slots.locks` can (an exclusive `flock` on `<lock_dir>/<host>-<slot>.lock`, dropped
+by the kernel when its holder dies, so a crashed run never keeps its slot); a local campaign
+on the same machine takes the same locks, so the two exclude each other when their host
+names match.
 
 The host's settings come from the worker's environment (its flow runs inherit it), read once
 in `HostSlots.from_env`:
@@ -21,11 +23,7 @@ in `HostSlots.from_env`:
 
 from __future__ import annotations
 
-import fcntl
 import os
-import re
-import socket
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -34,10 +32,8 @@ from pathlib import Path
 
 from ablations.plan.infrastructure import ResourcesSection
 from ablations.slots.devices import SlotSpec, plan_slots
+from ablations.slots.locks import POLL_SECONDS, SlotLocks, unlock
 from ablations.text.say import say
-
-POLL_SECONDS = 0.5
-"""How often a flow run waiting for a busy host retries the locks (a run lasts minutes)."""
 
 
 @dataclass(frozen=True)
@@ -57,21 +53,25 @@ class HostSlots:
         """The host's slots from `ABLATE_DEVICES`, `ABLATE_HOST` and `ABLATE_SLOT_DIR`."""
         env = os.environ if environ is None else environ
         devices = env.get("ABLATE_DEVICES", "auto")
-        host = env.get("ABLATE_HOST") or socket.gethostname()
-        lock_dir = env.get("ABLATE_SLOT_DIR") or str(Path(tempfile.gettempdir()) / "ablate-slots")
+        locks = SlotLocks.from_env(env)
         allowed = env.get("ABLATE_ALLOW_ENTRY")
         stores = env.get("ABLATE_ALLOW_STORE")
         return cls(
-            host=host,
+            host=locks.host,
             slots=plan_slots(ResourcesSection(), devices),
-            lock_dir=Path(lock_dir),
+            lock_dir=locks.lock_dir,
             allowed_entries=None if allowed is None else tuple(e for e in allowed.split(",") if e),
             allowed_stores=None if stores is None else tuple(s for s in stores.split(",") if s),
         )
 
+    @property
+    def locks(self) -> SlotLocks:
+        """This host's slot locks, the ones a local campaign on it takes too."""
+        return SlotLocks(host=self.host, lock_dir=self.lock_dir)
+
     def lock_path(self, slot: SlotSpec) -> Path:
         """The lock file of one slot (names made safe for a file name)."""
-        return self.lock_dir / re.sub(r"[^A-Za-z0-9._-]", "_", f"{self.host}-{slot.name}.lock")
+        return self.locks.lock_path(slot)
 
     @contextmanager
     def lease(self, timeout_s: float | None = None) -> Iterator[SlotSpec]:
@@ -79,22 +79,18 @@ class HostSlots:
 
         The slot handed out is named `<host>/<slot>` so records say where a run ran.
         `TimeoutError` after `timeout_s` seconds without a free slot (None: wait forever)."""
-        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        locks = self.locks
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         waited = False
         while True:
             for slot in self.slots:
-                fd = os.open(self.lock_path(slot), os.O_RDWR | os.O_CREAT, 0o644)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
+                fd = locks.try_lock(slot)
+                if fd is None:
                     continue
                 try:
                     yield replace(slot, name=f"{self.host}/{slot.name}")
                 finally:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                    os.close(fd)
+                    unlock(fd)
                 return
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(

@@ -143,12 +143,14 @@ def run_probe(
 ) -> ProbeResult:
     """Probe each of `chosen` in one worker process on `slot`, one variant at a time."""
     from ablations.run.records import RunSpec
+    from ablations.slots.locks import SlotLocks
     from ablations.workers.jobs import ProbeJob
     from ablations.workers.worker import SlotWorker, Warmup
 
     started = time.perf_counter()
     digest = plan_hash(plan)
     worker = SlotWorker(slot, Warmup(workload_imports=tuple(plan.workload.named_imports)))
+    locks = SlotLocks.from_env()  # a campaign's runs on the slot would skew the peaks measured
     points: list[ProbePoint] = []
     device_name = slot.device
     try:
@@ -169,7 +171,8 @@ def run_probe(
                 checkpoint=None,
             )
             job = ProbeJob(spec, list(plan.probe.batch_sizes), plan.probe.steps)
-            found, device_name = worker.do(job)
+            with locks.held(slot):  # each variant's sweep, not the whole probe
+                found, device_name = worker.do(job)
             for point in found:
                 say(row(point))
             points += found
