@@ -17,7 +17,7 @@ import pytest
 
 from ablations.pool.host import HostSlots
 from ablations.slots.devices import SlotSpec
-from ablations.slots.locks import SlotLocks
+from ablations.slots.locks import SlotLocks, unlock
 from tests.conftest import ROOT
 
 GPU0 = SlotSpec(name="cuda:0", device="cuda:0", cpu_threads=1)
@@ -100,3 +100,22 @@ def test_the_lock_folder_is_made_for_every_user_of_the_machine(tmp_path: Path) -
     with locks.held(GPU0):
         assert locks.lock_path(GPU0).name == "box-cuda_0.lock"
     assert stat.S_IMODE(locks.lock_dir.stat().st_mode) == 0o1777  # /tmp's: sticky, shared
+
+
+def test_a_wait_ends_when_give_up_raises(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    locks = SlotLocks(host="box", lock_dir=tmp_path)
+    other = locks.try_lock(GPU0)  # another open file: flock tells it from ours, as a process
+    assert other is not None
+
+    def give_up() -> None:  # a campaign asked to stop: nothing new starts
+        raise InterruptedError("stop")
+
+    with pytest.raises(InterruptedError, match="stop"), locks.held(GPU0, give_up):
+        pytest.fail("held a slot another holds")
+    assert capsys.readouterr().out.count(WAITING) == 1
+    unlock(other)
+    with locks.held(GPU0):  # free again: at once, without a line
+        pass
+    assert WAITING not in capsys.readouterr().out
