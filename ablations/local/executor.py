@@ -4,7 +4,7 @@ The flow (or `ablate run`, before Prefect's server is up) opens it once and pass
 steps; it holds the worker processes for the campaign's lifetime. Each run (and the
 preflight) also holds its slot's lock file while it uses the slot (`ablations.slots.locks`),
 so two campaigns on one machine, or a campaign and a pool worker of the same host name, never
-put runs on one slot at once: the second waits, saying so.
+put runs on one slot at once: a run takes a free slot no other holds, or waits, saying so.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ablations.process.preemption import TERMINATE
 from ablations.results.job import RESULTS_PRELOAD, ResultsJob
 from ablations.run.records import PreflightReport, RunRecord, RunSpec
 from ablations.slots.devices import SlotLease, SlotSpec, plan_slots
-from ablations.slots.locks import SlotLocks, unlock
+from ablations.slots.locks import SlotLocks, lease_held, unlock
 from ablations.workers.jobs import PreflightOnSlot, RunJob
 from ablations.workers.worker import SlotWorker, Warmup
 
@@ -97,11 +97,11 @@ class LocalSlots:
         return [worker.slot for worker in self.leases.slots]
 
     def run(self, spec: RunSpec) -> RunRecord:
-        with self.leases.lease() as worker, self._held(worker.slot):
+        with self._leased() as worker:
             return worker.do(RunJob(spec))
 
     def preflight(self, spec: RunSpec, expected_inputs: dict[str, int] | None) -> PreflightReport:
-        with self.leases.lease() as worker, self._held(worker.slot):
+        with self._leased() as worker:
             slot = PreflightOnSlot(worker)
             other = partial(self._other_preflight, worker.slot)
             return preflight_across(slot, other, spec, expected_inputs)
@@ -143,16 +143,18 @@ class LocalSlots:
         finally:
             worker.close()
 
-    def _held(self, slot: SlotSpec) -> AbstractContextManager[None]:
-        """The slot's lock across processes, for one run (never across the gate's wait or
-        between runs): while another campaign on this machine holds it, one line and a wait."""
+    def _leased(self) -> AbstractContextManager[SlotWorker]:
+        """A free worker whose slot's lock across processes this campaign holds, for one run
+        (never across the gate's wait or between runs): while other campaigns on this machine
+        hold every free one, one line and a wait."""
 
         def give_up() -> None:  # a campaign asked to stop starts nothing new
             if TERMINATE.requested:
-                reason = f"{TERMINATE.reason} received while waiting for {slot.name}"
-                raise CampaignInterrupted(f"not started: {reason}")
+                raise CampaignInterrupted(
+                    f"not started: {TERMINATE.reason} received while waiting for a slot"
+                )
 
-        return self.locks.held(slot, give_up)
+        return lease_held(self.leases, _slot_of, self.locks, give_up)
 
     @contextmanager
     def _other_preflight(self, beside: SlotSpec) -> Iterator[PreflightOnSlot]:
@@ -178,6 +180,10 @@ class LocalSlots:
             worker.ask_to_finish()
         for worker in workers:
             worker.close(wait=wait)
+
+
+def _slot_of(worker: SlotWorker) -> SlotSpec:
+    return worker.slot
 
 
 def _conforms(executor: LocalSlots) -> Executor:  # the typed conformance check: mypy fails here

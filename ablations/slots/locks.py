@@ -30,9 +30,12 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-from ablations.slots.devices import SlotSpec
+from ablations.slots.devices import SlotLease, SlotSpec
 from ablations.text.say import say
+
+T = TypeVar("T")
 
 POLL_SECONDS = 0.5
 """How often a run waiting for a busy slot retries its lock (a run lasts minutes)."""
@@ -81,8 +84,7 @@ class SlotLocks:
         asked to stop starts nothing new)."""
         fd = self.try_lock(slot)
         if fd is None:
-            path = self.lock_path(slot)
-            say(f"{slot.name} is in use by another campaign on this machine (lock {path}): waiting")
+            say(self.waiting_line(slot))
         while fd is None:
             if give_up is not None:
                 give_up()
@@ -92,6 +94,48 @@ class SlotLocks:
             yield
         finally:
             unlock(fd)
+
+    def waiting_line(self, slot: SlotSpec) -> str:
+        """What a run waiting for the slot says, once."""
+        path = self.lock_path(slot)
+        return f"{slot.name} is in use by another campaign on this machine (lock {path}): waiting"
+
+
+@contextmanager
+def lease_held(
+    leases: SlotLease[T],
+    slot_of: Callable[[T], SlotSpec],
+    locks: SlotLocks,
+    give_up: Callable[[], None] | None = None,
+) -> Iterator[T]:
+    """One of `leases` (a campaign's workers) whose slot's lock it holds, for the block.
+
+    One found held by another process goes back to the queue's end and the next free one is
+    tried, so a run never waits for one card while another of its campaign's is idle; once
+    every free one was tried, one line (the first time, naming one) and a pause of
+    `POLL_SECONDS`.
+    `give_up()`, called before each pause, may raise to stop waiting."""
+    said = False
+    tried: set[str] = set()
+    while True:
+        with leases.lease() as item:
+            slot = slot_of(item)
+            fd = locks.try_lock(slot)
+            if fd is not None:
+                try:
+                    yield item
+                finally:
+                    unlock(fd)
+                return
+        if slot.name in tried:  # every free one tried since the last pause
+            if not said:
+                said = True
+                say(locks.waiting_line(slot))
+            if give_up is not None:
+                give_up()
+            time.sleep(POLL_SECONDS)
+            tried.clear()
+        tried.add(slot.name)
 
 
 def unlock(fd: int) -> None:

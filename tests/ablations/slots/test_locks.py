@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from ablations.pool.host import HostSlots
-from ablations.slots.devices import SlotSpec
-from ablations.slots.locks import SlotLocks, unlock
+from ablations.slots.devices import SlotLease, SlotSpec
+from ablations.slots.locks import POLL_SECONDS, SlotLocks, lease_held, unlock
 from tests.conftest import ROOT
 
 GPU0 = SlotSpec(name="cuda:0", device="cuda:0", cpu_threads=1)
@@ -41,9 +41,10 @@ def _holds(output: str) -> list[tuple[float, float]]:
 
 def test_two_processes_on_one_slot_take_turns_and_the_second_waits(tmp_path: Path) -> None:
     first = _hold(tmp_path, runs=2, seconds=0.2)
-    second = _hold(tmp_path, runs=2, seconds=0.2)
-    assert first.stdin and first.stdout and second.stdin and second.stdout
+    assert first.stdin and first.stdout
     assert first.stdout.readline().strip() == "held"
+    second = _hold(tmp_path, runs=2, seconds=0.2)  # started while the first holds cuda:0
+    assert second.stdin and second.stdout
     waiting = second.stdout.readline()  # while the first holds cuda:0
     lock = tmp_path / "box-cuda_0.lock"
     assert WAITING in waiting and f"(lock {lock}): waiting" in waiting, waiting
@@ -119,3 +120,32 @@ def test_a_wait_ends_when_give_up_raises(
     with locks.held(GPU0):  # free again: at once, without a line
         pass
     assert WAITING not in capsys.readouterr().out
+
+
+def test_a_campaign_takes_its_free_slot_no_other_holds_and_waits_when_all_are_held(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gpu1 = SlotSpec(name="cuda:1", device="cuda:1", cpu_threads=1)
+    locks = SlotLocks(host="box", lock_dir=tmp_path)
+    leases = SlotLease([GPU0, gpu1])  # the campaign's slots, cuda:0 first in its queue
+    other = locks.try_lock(GPU0)  # another campaign's run on cuda:0
+    assert other is not None
+    started = time.monotonic()
+    with lease_held(leases, lambda slot: slot, locks) as slot:
+        assert slot == gpu1 and time.monotonic() - started < POLL_SECONDS  # no wait for cuda:0
+        assert locks.try_lock(gpu1) is None  # held while the run uses it
+        pauses: list[str] = []
+
+        def give_up() -> None:  # every free slot held elsewhere: it pauses, and here stops
+            pauses.append("pause")
+            raise InterruptedError("stop")
+
+        with pytest.raises(InterruptedError), lease_held(leases, lambda slot: slot, locks, give_up):
+            pytest.fail("a second run on a held slot")
+    assert pauses == ["pause"] and capsys.readouterr().out.count(WAITING) == 1
+    unlock(other)
+    with (
+        lease_held(leases, lambda slot: slot, locks) as first,
+        lease_held(leases, lambda slot: slot, locks) as second,
+    ):
+        assert {first, second} == {GPU0, gpu1}
