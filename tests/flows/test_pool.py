@@ -45,6 +45,23 @@ def test_the_deployment_is_the_one_prefect_yaml_declares() -> None:
     assert PoolSettings("other").deployment == f"{one_run.name}/other"
 
 
+def test_the_deployment_starts_each_run_as_one_engine_process() -> None:
+    """Given no command, Prefect 3.9's process worker starts a workspace supervisor that
+    imports Prefect and then execs the engine, which imports it again: a second interpreter
+    per run (1.4 CPU s, seconds of start). prefect.yaml names the engine's command, which
+    the worker starts directly (issue 45)."""
+    from prefect.client.schemas.objects import FlowRun
+    from prefect.workers.process import ProcessJobConfiguration
+
+    config = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+    [deployment] = config["deployments"]
+    command = deployment["work_pool"]["job_variables"]["command"]
+    assert command == "python -m prefect.engine"
+    job = ProcessJobConfiguration(command=command)
+    job.prepare_for_flow_run(FlowRun(flow_id=uuid.uuid4()))
+    assert job._command_configured  # the worker's path without the supervisor
+
+
 @pytest.mark.parametrize(
     ("devices", "override"), [(["cuda:0", "cuda:7"], None), (1, "cuda:3,cuda:5"), ("auto", "2")]
 )

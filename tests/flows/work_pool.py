@@ -101,6 +101,9 @@ def serve(tmp_path: Path, database_url: str | None = None) -> Iterator[Loopback]
         DO_NOT_TRACK="1",
         PREFECT_LOGGING_LEVEL="WARNING",
         PREFECT_WORKER_QUERY_SECONDS="1",  # default 10: each run would wait that long
+        # prefect.yaml starts each run as `python -m prefect.engine`: the hosts' `python` is
+        # this environment's, as on a host whose worker runs in an activated environment.
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     )
     if database_url is not None:
         env["PREFECT_API_DATABASE_CONNECTION_URL"] = database_url
