@@ -62,6 +62,7 @@ from ablations.pool.trust import (
 from ablations.run.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec, parse_devices
 from ablations.text.say import say
+from flows.watch import FlowRunWatch
 
 if TYPE_CHECKING:  # torch (the checkpoint state) never before a slot is pinned
     from ablations.checkpoint.store import FsspecStore
@@ -83,7 +84,13 @@ class PoolSettings:
     attempts: int = 3
     """Submissions per run before it is recorded as failed, for an infrastructure cause
     (each resumes the last; a rerun of the campaign submits it again)."""
-    poll_s: float = 2.0
+    poll_s: float = 0.5
+    """How often the campaign reads the state of its flow runs in flight, all in one request
+    (`flows.watch`): a finished run is noticed half this late on average."""
+    liveness_s: float = 10.0
+    """How often it reads each running attempt's heartbeat and newest commit from the store
+    (two store requests): the timeouts it checks them against are minutes, so reading them at
+    every state poll only cost the campaign's CPU and the store's requests."""
     queue: str | None = None
     """The pool's work queue the runs go to (None: its default queue). A queue's priority
     puts one campaign's runs before another's; its concurrency limit caps the queue's
@@ -182,6 +189,7 @@ class PoolExecutor:
         # attempt presumed lost gives its place back at once: if its host was only paused,
         # it may still hold a device there (fenced: it commits nothing) beside the next.
         self.in_flight = threading.BoundedSemaphore(max(1, len(slots)))
+        self._watch = FlowRunWatch(settings.poll_s)
 
     @classmethod
     def for_plan(
@@ -366,23 +374,25 @@ class PoolExecutor:
         # The preflight's restart check commits under an id of its own: its beat must do.
         progress_s = self.settings.progress_timeout_s if kind == "run" else math.inf
         liveness = Liveness(self.settings.heartbeat_timeout_s, progress_s)
-        with get_client(sync_client=True) as client:
-            while True:
-                state = client.read_flow_run(flow_run_id).state
-                if state is not None and state.is_final():
-                    return f"flow run {flow_run_id} ended {state.type.value}: {state.message}"
-                running = state is not None and state.is_running()
-                beat = self._beat(store, spec, attempt)
-                progress = (
-                    self._progress(store, spec, attempt) if running and kind == "run" else None
-                )
-                lost = liveness.observe(time.monotonic(), running, beat, progress)
-                if lost:
-                    host = _host_of(liveness.beat)
-                    message = f"{lost} from {host}; the attempt is presumed lost"
+        observed_at, was_running = -math.inf, False
+        while True:
+            state = self._watch.next_state(flow_run_id)  # within poll_s
+            if state is not None and state.is_final():
+                return f"flow run {flow_run_id} ended {state.type.value}: {state.message}"
+            running = state is not None and state.is_running()
+            now = time.monotonic()
+            if running == was_running and now - observed_at < self.settings.liveness_s:
+                continue
+            observed_at, was_running = now, running
+            beat = self._beat(store, spec, attempt)
+            progress = self._progress(store, spec, attempt) if running and kind == "run" else None
+            lost = liveness.observe(now, running, beat, progress)
+            if lost:
+                host = _host_of(liveness.beat)
+                message = f"{lost} from {host}; the attempt is presumed lost"
+                with get_client(sync_client=True) as client:
                     client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
-                    return f"flow run {flow_run_id}: {message}"
-                time.sleep(self.settings.poll_s)
+                return f"flow run {flow_run_id}: {message}"
 
     @staticmethod
     def _name(store: FsspecStore, spec: RunSpec, attempt: str) -> str:

@@ -1,5 +1,6 @@
 """A heartbeat kept going without progress does not keep a pool attempt alive (issue 24): the
-campaign's wait on a real Prefect flow run declares it lost once no checkpoint is committed."""
+campaign's wait on a real Prefect flow run declares it lost once no checkpoint is committed.
+The store is read for it at its own pace, not at each state poll (issue 45)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
 from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.states import Running
@@ -44,7 +46,9 @@ def _wait_with_beats(tmp_path: Path, commit_steps: bool) -> tuple[str, str]:
     with get_client(sync_client=True) as client:
         run = client.create_flow_run(_placeholder)
         client.set_flow_run_state(run.id, Running(), force=True)
-        settings = PoolSettings("gpus", heartbeat_timeout_s=30, progress_timeout_s=1.5, poll_s=0.2)
+        settings = PoolSettings(
+            "gpus", heartbeat_timeout_s=30, progress_timeout_s=1.5, poll_s=0.2, liveness_s=0.2
+        )
         thread = threading.Thread(target=forge, daemon=True)
         thread.start()
         try:
@@ -79,3 +83,29 @@ def test_beats_with_committed_steps_keep_the_attempt_alive(
 ) -> None:
     problem, state = _wait_with_beats(tmp_path, commit_steps=True)
     assert "ended COMPLETED" in problem and state == "COMPLETED"
+
+
+def test_the_store_is_read_for_liveness_at_its_own_pace_not_at_each_state_poll(
+    prefect_server: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The state is read every `poll_s` (a finished run is noticed then); the heartbeat and
+    the newest commit every `liveness_s` (their timeouts are minutes), and once more when
+    the flow run starts running."""
+    spec = _spec(CheckpointSection(store=f"file://{tmp_path / 'store'}"), tmp_path / "out")
+    assert spec.checkpoint is not None
+    store = open_store(spec.checkpoint, check=False)
+    reads: list[str] = []
+    monkeypatch.setattr(PoolExecutor, "_beat", staticmethod(lambda *a: reads.append("beat")))
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run(_placeholder)
+        threading.Timer(0.5, lambda: _running(run.id)).start()
+        threading.Timer(2.0, lambda: _complete(run.id)).start()
+        settings = PoolSettings("gpus", poll_s=0.05, liveness_s=60)
+        problem = PoolExecutor(settings, [])._wait(run.id, store, spec, ATTEMPT, "run")
+    assert "ended COMPLETED" in problem
+    assert reads == ["beat", "beat"]  # pending, then running: not one per 0.05 s poll
+
+
+def _running(flow_run_id: object) -> None:
+    with get_client(sync_client=True) as client:
+        client.set_flow_run_state(flow_run_id, Running(), force=True)  # type: ignore[arg-type]

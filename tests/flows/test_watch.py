@@ -1,0 +1,77 @@
+"""`flows.watch.FlowRunWatch` on a real Prefect server: the waits on several flow runs share
+one reading a period, each sees its own run's state, a failed reading reaches every wait, and
+the reading thread ends when nothing is waited on."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from prefect import flow
+from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.states import Completed, Running
+
+from flows.watch import FlowRunWatch
+
+
+@flow(name="watch-probe")
+def _placeholder() -> None:
+    """Only its flow runs are used, their states set by hand."""
+
+
+def test_waits_on_several_flow_runs_share_one_reading_a_period(
+    prefect_server: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with get_client(sync_client=True) as client:
+        runs = [client.create_flow_run(_placeholder) for _ in range(3)]
+        client.set_flow_run_state(runs[0].id, Running(), force=True)
+        client.set_flow_run_state(runs[1].id, Completed(), force=True)
+    requests: list[int] = []
+    read = SyncPrefectClient.read_flow_runs
+
+    def counted(self: SyncPrefectClient, **kwargs: Any) -> Any:
+        requests.append(1)
+        return read(self, **kwargs)
+
+    monkeypatch.setattr(SyncPrefectClient, "read_flow_runs", counted)
+    watch = FlowRunWatch(period_s=0.2)
+    seen: dict[int, list[str]] = {i: [] for i in range(3)}
+
+    def wait(i: int) -> None:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            state = watch.next_state(runs[i].id)
+            seen[i].append(state.type.value if state is not None else "none")
+
+    threads = [threading.Thread(target=wait, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {i: set(states) for i, states in seen.items()} == {
+        0: {"RUNNING"},
+        1: {"COMPLETED"},
+        2: {"PENDING"},
+    }
+    # About 1.5 s / 0.2 s readings for the three waits together, not one each per wait.
+    assert len(requests) <= 10 < sum(len(states) for states in seen.values())
+    deadline = time.monotonic() + 5
+    while watch._reader is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert watch._reader is None  # nothing waited on: no thread left reading
+
+
+def test_a_failed_reading_is_raised_in_the_wait(
+    prefect_server: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run(_placeholder)
+
+    def refused(self: SyncPrefectClient, **kwargs: Any) -> Any:
+        raise RuntimeError("server gone")
+
+    monkeypatch.setattr(SyncPrefectClient, "read_flow_runs", refused)
+    with pytest.raises(RuntimeError, match="server gone"):
+        FlowRunWatch(period_s=0.05).next_state(run.id)
