@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.objects import FlowRun
+from prefect.client.schemas.objects import FlowRun, State
 from prefect.deployments import run_deployment
 from prefect.exceptions import ObjectNotFound
 from prefect.settings import PREFECT_API_URL
@@ -62,7 +62,7 @@ from ablations.pool.trust import (
 from ablations.run.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec, parse_devices
 from ablations.text.say import say
-from flows.watch import FlowRunWatch
+from flows.watch import GONE, FlowRunWatch
 
 if TYPE_CHECKING:  # torch (the checkpoint state) never before a slot is pinned
     from ablations.checkpoint.store import FsspecStore
@@ -375,24 +375,29 @@ class PoolExecutor:
         progress_s = self.settings.progress_timeout_s if kind == "run" else math.inf
         liveness = Liveness(self.settings.heartbeat_timeout_s, progress_s)
         observed_at, was_running = -math.inf, False
-        while True:
-            state = self._watch.next_state(flow_run_id)  # within poll_s
-            if state is not None and state.is_final():
-                return f"flow run {flow_run_id} ended {state.type.value}: {state.message}"
-            running = state is not None and state.is_running()
-            now = time.monotonic()
-            if running == was_running and now - observed_at < self.settings.liveness_s:
-                continue
-            observed_at, was_running = now, running
-            beat = self._beat(store, spec, attempt)
-            progress = self._progress(store, spec, attempt) if running and kind == "run" else None
-            lost = liveness.observe(now, running, beat, progress)
-            if lost:
-                host = _host_of(liveness.beat)
-                message = f"{lost} from {host}; the attempt is presumed lost"
-                with get_client(sync_client=True) as client:
-                    client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
-                return f"flow run {flow_run_id}: {message}"
+        with self._watch.watching(flow_run_id) as watched:
+            while True:
+                state = self._watch.next_state(watched)  # within poll_s
+                if state == GONE:
+                    return f"flow run {flow_run_id} is no longer on the server (deleted)"
+                if isinstance(state, State) and state.is_final():
+                    return f"flow run {flow_run_id} ended {state.type.value}: {state.message}"
+                running = isinstance(state, State) and state.is_running()
+                now = time.monotonic()
+                if running == was_running and now - observed_at < self.settings.liveness_s:
+                    continue
+                observed_at, was_running = now, running
+                beat = self._beat(store, spec, attempt)
+                progress = (
+                    self._progress(store, spec, attempt) if running and kind == "run" else None
+                )
+                lost = liveness.observe(now, running, beat, progress)
+                if lost:
+                    host = _host_of(liveness.beat)
+                    message = f"{lost} from {host}; the attempt is presumed lost"
+                    with get_client(sync_client=True) as client:
+                        client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
+                    return f"flow run {flow_run_id}: {message}"
 
     @staticmethod
     def _name(store: FsspecStore, spec: RunSpec, attempt: str) -> str:

@@ -1,6 +1,6 @@
 """`flows.watch.FlowRunWatch` on a real Prefect server: the waits on several flow runs share
-one reading a period, each sees its own run's state, a failed reading reaches every wait, and
-the reading thread ends when nothing is waited on."""
+one reading a period, each sees its own run's state (a deleted one's as gone), a failed
+reading reaches the waits, and the reading thread ends when no flow run is held."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from prefect import flow
 from prefect.client.orchestration import SyncPrefectClient, get_client
+from prefect.client.schemas.objects import State
 from prefect.states import Completed, Running
 
-from flows.watch import FlowRunWatch
+from flows.watch import GONE, FlowRunWatch
 
 
 @flow(name="watch-probe")
@@ -41,9 +42,10 @@ def test_waits_on_several_flow_runs_share_one_reading_a_period(
 
     def wait(i: int) -> None:
         deadline = time.monotonic() + 1.5
-        while time.monotonic() < deadline:
-            state = watch.next_state(runs[i].id)
-            seen[i].append(state.type.value if state is not None else "none")
+        with watch.watching(runs[i].id) as run:
+            while time.monotonic() < deadline:
+                state = watch.next_state(run)
+                seen[i].append(state.type.value if isinstance(state, State) else str(state))
 
     threads = [threading.Thread(target=wait, args=(i,)) for i in range(3)]
     for thread in threads:
@@ -60,7 +62,7 @@ def test_waits_on_several_flow_runs_share_one_reading_a_period(
     deadline = time.monotonic() + 5
     while watch._reader is not None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert watch._reader is None  # nothing waited on: no thread left reading
+    assert watch._reader is None  # no flow run held: no thread left reading
 
 
 def test_a_failed_reading_is_raised_in_the_wait(
@@ -73,5 +75,16 @@ def test_a_failed_reading_is_raised_in_the_wait(
         raise RuntimeError("server gone")
 
     monkeypatch.setattr(SyncPrefectClient, "read_flow_runs", refused)
-    with pytest.raises(RuntimeError, match="server gone"):
-        FlowRunWatch(period_s=0.05).next_state(run.id)
+    watch = FlowRunWatch(period_s=0.05)
+    with watch.watching(run.id) as held, pytest.raises(RuntimeError, match="server gone"):
+        watch.next_state(held)
+
+
+def test_a_deleted_flow_run_is_gone_not_pending_forever(prefect_server: None) -> None:
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run(_placeholder)
+        watch = FlowRunWatch(period_s=0.05)
+        with watch.watching(run.id) as held:
+            assert isinstance(watch.next_state(held), State)
+            client.delete_flow_run(run.id)
+            assert watch.next_state(held) == GONE
