@@ -48,7 +48,7 @@ def test_the_deployment_is_the_one_prefect_yaml_declares() -> None:
 def test_the_deployment_starts_each_run_as_one_engine_process() -> None:
     """Given no command, Prefect 3.9's process worker starts a workspace supervisor that
     imports Prefect and then execs the engine, which imports it again: a second interpreter
-    per run (1.4 CPU s, seconds of start). prefect.yaml names the engine's command, which
+    per run (1.1 CPU s, seconds of start). prefect.yaml names the engine's command, which
     the worker starts directly (issue 45)."""
     from prefect.client.schemas.objects import FlowRun
     from prefect.workers.process import ProcessJobConfiguration
