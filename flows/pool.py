@@ -89,8 +89,9 @@ class PoolSettings:
     (`flows.watch`): a finished run is noticed half this late on average."""
     liveness_s: float = 10.0
     """How often it reads each running attempt's heartbeat and newest commit from the store
-    (two store requests): the timeouts it checks them against are minutes, so reading them at
-    every state poll only cost the campaign's CPU and the store's requests."""
+    (two store requests; at most a sixth of `heartbeat_timeout_s`): the timeouts it checks
+    them against are minutes, so reading them at every state poll only cost the campaign's
+    CPU and the store's requests."""
     queue: str | None = None
     """The pool's work queue the runs go to (None: its default queue). A queue's priority
     puts one campaign's runs before another's; its concurrency limit caps the queue's
@@ -374,6 +375,9 @@ class PoolExecutor:
         # The preflight's restart check commits under an id of its own: its beat must do.
         progress_s = self.settings.progress_timeout_s if kind == "run" else math.inf
         liveness = Liveness(self.settings.heartbeat_timeout_s, progress_s)
+        # A sixth of the heartbeat's timeout at most: a short timeout given on the command
+        # line (`--heartbeat-timeout 12`) is still checked several times within it.
+        every = min(self.settings.liveness_s, self.settings.heartbeat_timeout_s / 6)
         observed_at, was_running = -math.inf, False
         with self._watch.watching(flow_run_id) as watched:
             while True:
@@ -384,7 +388,7 @@ class PoolExecutor:
                     return f"flow run {flow_run_id} ended {state.type.value}: {state.message}"
                 running = isinstance(state, State) and state.is_running()
                 now = time.monotonic()
-                if running == was_running and now - observed_at < self.settings.liveness_s:
+                if running == was_running and now - observed_at < every:
                     continue
                 observed_at, was_running = now, running
                 beat = self._beat(store, spec, attempt)
