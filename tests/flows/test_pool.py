@@ -45,21 +45,27 @@ def test_the_deployment_is_the_one_prefect_yaml_declares() -> None:
     assert PoolSettings("other").deployment == f"{one_run.name}/other"
 
 
-def test_the_deployment_starts_each_run_as_one_engine_process() -> None:
+def test_the_engine_command_skips_the_supervisor_and_is_not_the_default() -> None:
     """Given no command, Prefect 3.9's process worker starts a workspace supervisor that
-    imports Prefect and then execs the engine, which imports it again: a second interpreter
-    per run (1.1 CPU s, seconds of start). prefect.yaml names the engine's command, which
-    the worker starts directly (issue 45)."""
+    imports Prefect and then execs the engine with the worker's own interpreter: a second
+    interpreter per run (1.1 CPU s). The engine as the command (docs/work-pools.md, what the
+    pool tests and bench deploy) is started directly; it is not prefect.yaml's default, since
+    `python` on a host's PATH may be another environment (issue 45)."""
     from prefect.client.schemas.objects import FlowRun
     from prefect.workers.process import ProcessJobConfiguration
 
+    from tests.flows.work_pool import ENGINE_COMMAND
+
     config = yaml.safe_load((ROOT / "prefect.yaml").read_text())
     [deployment] = config["deployments"]
-    command = deployment["work_pool"]["job_variables"]["command"]
-    assert command == "python -m prefect.engine"
-    job = ProcessJobConfiguration(command=command)
+    assert "command" not in (deployment["work_pool"].get("job_variables") or {})
+    assert f'--job-variable command="{ENGINE_COMMAND}"' in (ROOT / "docs/work-pools.md").read_text()
+    job = ProcessJobConfiguration(command=ENGINE_COMMAND)
     job.prepare_for_flow_run(FlowRun(flow_id=uuid.uuid4()))
     assert job._command_configured  # the worker's path without the supervisor
+    default = ProcessJobConfiguration()
+    default.prepare_for_flow_run(FlowRun(flow_id=uuid.uuid4()))
+    assert not default._command_configured
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,9 @@ from tests.conftest import ROOT
 from tests.s3_server import free_port
 
 POOL = "gpus"  # the pool and deployment names in prefect.yaml
+ENGINE_COMMAND = "python -m prefect.engine"
+"""The deployment's command, as docs/work-pools.md offers it to hosts whose workers run in an
+activated environment: the engine without Prefect's supervisor (one interpreter per run)."""
 PREFECT = [sys.executable, "-m", "prefect"]
 LEAN = ["--no-services", "--no-ui"]
 """The API alone: a process pool's runs need no server service (its workers poll the API,
@@ -101,8 +104,9 @@ def serve(tmp_path: Path, database_url: str | None = None) -> Iterator[Loopback]
         DO_NOT_TRACK="1",
         PREFECT_LOGGING_LEVEL="WARNING",
         PREFECT_WORKER_QUERY_SECONDS="1",  # default 10: each run would wait that long
-        # prefect.yaml starts each run as `python -m prefect.engine`: the hosts' `python` is
-        # this environment's, as on a host whose worker runs in an activated environment.
+        # Deployed with the engine as the command (ENGINE_COMMAND), each run is `python -m
+        # prefect.engine`: the hosts' `python` is this environment's, as on a host whose
+        # worker runs in an activated environment.
         PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     )
     if database_url is not None:
@@ -123,7 +127,9 @@ def serve(tmp_path: Path, database_url: str | None = None) -> Iterator[Loopback]
                 assert time.monotonic() < deadline, loop.log("server.log")[-3000:]
                 time.sleep(0.5)
         loop.prefect("work-pool", "create", POOL, "--type", "process")
-        loop.prefect("--no-prompt", "deploy", "--all")
+        loop.prefect(
+            "--no-prompt", "deploy", "--all", "--job-variable", f"command={ENGINE_COMMAND}"
+        )
         yield loop
     finally:
         for process in reversed(loop.processes):
