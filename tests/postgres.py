@@ -22,6 +22,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,9 +73,11 @@ class PostgresCluster:
     def _client_args(self) -> list[str]:
         return ["-h", "127.0.0.1", "-p", str(self.port), "-U", SUPERUSER]
 
-    def restart(self) -> None:
-        """Stop it (as a crash would: immediately) and start it again on the same port."""
+    def restart(self, down_s: float = 0.0) -> None:
+        """Stop it (as a crash would: immediately), wait `down_s`, and start it again on the
+        same port and data."""
         _server(self.data_dir, "stop", "-m", "immediate")
+        time.sleep(down_s)
         _start(self.data_dir, self.socket_dir, self.port, self.settings)
 
 

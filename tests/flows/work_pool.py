@@ -54,10 +54,33 @@ def kill_tree(process: subprocess.Popen[bytes]) -> None:
 class Loopback:
     """A Prefect server with the pool deployed; workers started on demand."""
 
-    def __init__(self, home: Path, env: dict[str, str]) -> None:
-        self.home, self.env = home, env
+    def __init__(self, home: Path, env: dict[str, str], port: int) -> None:
+        self.home, self.env, self.port = home, env, port
         self.processes: list[subprocess.Popen[bytes]] = []
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
+        self.server: subprocess.Popen[bytes] | None = None
+
+    def start_server(self, log: str = "server.log") -> None:
+        """`prefect server start` on this loopback's port and database; back once healthy."""
+        command = [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
+        self.server = self.start([*command, *LEAN], self.env, log)
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/health", timeout=2):
+                    return
+            except OSError:
+                assert time.monotonic() < deadline, self.log(log)[-3000:]
+                time.sleep(0.5)
+
+    def stop_server(self) -> None:
+        """Stop the server as an operator's restart does (SIGTERM; SIGKILL after 20 s)."""
+        assert self.server is not None
+        self.server.terminate()
+        try:
+            self.server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            kill_tree(self.server)
 
     def start(self, command: list[str], env: dict[str, str], log: str) -> subprocess.Popen[bytes]:
         with (self.home / log).open("wb") as out:
@@ -89,16 +112,12 @@ class Loopback:
         return (self.home / name).read_text(errors="replace")
 
 
-@contextlib.contextmanager
-def serve(tmp_path: Path, database_url: str | None = None) -> Iterator[Loopback]:
-    """Server on a free port with a fresh database; every process killed at teardown.
-
-    `database_url`: the server's database (`postgresql+asyncpg://...`, a fresh one); None:
-    SQLite in the server's Prefect home, as on a single machine."""
-    port = free_port()
+def loopback_env(home: Path, port: int, database_url: str | None = None) -> dict[str, str]:
+    """The environment of the server, the workers and the campaign: this Prefect home, the
+    API on `port`, quiet, and `database_url` (None: SQLite in the home)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(
-        PREFECT_HOME=str(tmp_path / "prefect-home"),
+        PREFECT_HOME=str(home / "prefect-home"),
         PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         DO_NOT_TRACK="1",
@@ -111,21 +130,20 @@ def serve(tmp_path: Path, database_url: str | None = None) -> Iterator[Loopback]
     )
     if database_url is not None:
         env["PREFECT_API_DATABASE_CONNECTION_URL"] = database_url
-    loop = Loopback(tmp_path, env)
+    return env
+
+
+@contextlib.contextmanager
+def serve(tmp_path: Path, database_url: str | None = None) -> Iterator[Loopback]:
+    """Server on a free port with a fresh database; every process killed at teardown.
+
+    `database_url`: the server's database (`postgresql+asyncpg://...`, a fresh one); None:
+    SQLite in the server's Prefect home, as on a single machine."""
+    port = free_port()
+    env = loopback_env(tmp_path, port, database_url)
+    loop = Loopback(tmp_path, env, port)
     try:
-        loop.start(
-            [*PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port), *LEAN],
-            env,
-            "server.log",
-        )
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, loop.log("server.log")[-3000:]
-                time.sleep(0.5)
+        loop.start_server()
         loop.prefect("work-pool", "create", POOL, "--type", "process")
         loop.prefect(
             "--no-prompt", "deploy", "--all", "--job-variable", f"command={ENGINE_COMMAND}"
