@@ -34,6 +34,7 @@ the whole tree, by cause, so a caller sees what it may catch without reading the
         ├── WorkerLost            a slot's worker process died under a job
         ├── JobFailed             a job failed in a worker for the machine's cause
         ├── SupersededAttempt     a pool attempt that is no longer the accepted one
+        ├── ApiUnreachable        the Prefect server did not answer through a bounded outage
         ├── Interrupted           a run stopped by a terminate request (caught by the driver)
         ├── CampaignInterrupted   a SIGTERM stopped the campaign; a rerun resumes it
         └── CampaignUndecided     runs failed for the machine's cause: no decision; rerun
@@ -295,6 +296,12 @@ class JobFailed(InfrastructureError):
 
 class SupersededAttempt(InfrastructureError):
     """This attempt is no longer the one the campaign accepts: it must not commit."""
+
+
+class ApiUnreachable(InfrastructureError):
+    """The Prefect server a work pool's campaign talks to did not answer (refused or cut
+    connections, 5xx answers) through the whole outage the campaign rides through
+    (`flows/api_outage.py`): nothing is decided; a rerun goes on once the server is back."""
 
 
 class Interrupted(InfrastructureError):

@@ -355,10 +355,11 @@ def _run_campaign(
     from prefect.task_runners import ThreadPoolTaskRunner
 
     from flows.campaign import campaign_flow
-    from flows.environment import quiet_run_failures
+    from flows.environment import quiet_dropped_items, quiet_run_failures
     from flows.local_server import campaign_api
 
     quiet_run_failures(keep_lines=server is None)  # this command reports the cause
+    quiet_dropped_items()  # a server restarting under a pool campaign: short lines
     out_dir = admission.out_dir
     campaign = campaign_flow(executor, admission).with_options(
         # named after the admitted plan: Prefect's name callback would read the plan again

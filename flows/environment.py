@@ -52,6 +52,31 @@ def silence_run_failures() -> None:
     _SILENCED = True
 
 
+class _DroppedItems(logging.Filter):
+    """Prefect's line when its events or logs worker drops an item (the server down or
+    restarting): the item's whole repr (an artifact's markdown with an embedded image, a
+    few kilobytes) at ERROR. The campaign loses nothing of its own (the UI misses an event
+    or a log line): one short warning instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == DROPPED and len(record.args or ()) == 2:
+            service = (record.args or ())[0]  # type: ignore[index]
+            record.msg = "%s: an item for the Prefect UI was dropped (the server did not answer)"
+            record.args = (service,)
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+DROPPED = "Service %r failed to process item %r"
+"""The message of `prefect._internal.concurrency.services` for a dropped item (prefect 3.9)."""
+
+
+def quiet_dropped_items() -> None:
+    """Shorten Prefect's lines about events and logs it could not send (`_DroppedItems`)."""
+    logging.getLogger("prefect._internal.concurrency").addFilter(_DroppedItems())
+
+
 def quiet_run_failures(*, keep_lines: bool) -> None:
     """Keep Prefect's tracebacks of a failed campaign off the terminal (the command prints
     the cause in one line; ABLATE_DEBUG=1 shows everything). `keep_lines`: still send each

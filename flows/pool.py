@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -37,6 +38,7 @@ from ablations.plan.infrastructure import ResourcesSection
 from ablations.plan.model import Plan
 from ablations.pool.attempts import (
     HEARTBEAT,
+    HEARTBEAT_SECONDS,
     OUTPUTS,
     Kind,
     accepted_result,
@@ -62,10 +64,12 @@ from ablations.pool.trust import (
 from ablations.run.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec, parse_devices
 from ablations.text.say import say
+from flows.api_outage import ride_api
 from flows.watch import GONE, FlowRunWatch
 
 if TYPE_CHECKING:  # torch (the checkpoint state) never before a slot is pinned
-    from ablations.checkpoint.store import FsspecStore
+    from ablations.checkpoint.outage import OutlastingStore
+    from ablations.checkpoint.store import Store
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,10 @@ class PoolSettings:
     (two store requests; at most a sixth of `heartbeat_timeout_s`): the timeouts it checks
     them against are minutes, so reading them at every state poll only cost the campaign's
     CPU and the store's requests."""
+    result_look_s: float = 2 * HEARTBEAT_SECONDS
+    """A beat unchanged this long: the attempt may have committed its result (its beat stops
+    first) while its flow run's final state never reached the server (down as the run
+    ended): the store is asked for the result, at most once per such interval."""
     queue: str | None = None
     """The pool's work queue the runs go to (None: its default queue). A queue's priority
     puts one campaign's runs before another's; its concurrency limit caps the queue's
@@ -251,7 +259,7 @@ class PoolExecutor:
         return outcome.taken
 
     @staticmethod
-    def _copy_outputs(store: FsspecStore, spec: RunSpec, attempt: str, record: RunRecord) -> None:
+    def _copy_outputs(store: Store, spec: RunSpec, attempt: str, record: RunRecord) -> None:
         """The run's exported files, from its accepted attempt's folder into the output
         folder: names rebuilt from the run id, each read without following a symbolic link,
         checked against the sha256 the (signed) result gives it, and written through the
@@ -308,7 +316,7 @@ class PoolExecutor:
         kind: Kind,
         spec: RunSpec,
         expected: dict[str, int] | None,
-        store: FsspecStore,
+        store: OutlastingStore,
         take: Callable[[str, str], Taken],
     ) -> Outcome[Taken]:
         """Submit attempts until the accepted one leaves a result in the store that answers
@@ -341,13 +349,18 @@ class PoolExecutor:
                 "attempt": attempt,
             }
             with self.in_flight:  # held until the flow run is over (or presumed lost)
-                flow_run = run_deployment(
-                    self.settings.deployment,
-                    parameters=parameters,
-                    timeout=0,  # we wait ourselves: Prefect cannot see a host that vanished
-                    idempotency_key=f"{spec.campaign_id}/{spec.run_id}/{attempt}",
-                    work_queue_name=self.settings.queue,
-                    tags=[campaign_tag(spec.campaign_id)],  # two campaigns, told apart in the UI
+                flow_run = ride_api(
+                    f"the submission of {spec.variant} seed {spec.seed} ({kind})",
+                    partial(
+                        run_deployment,
+                        self.settings.deployment,
+                        parameters=parameters,
+                        timeout=0,  # we wait ourselves: Prefect cannot see a host that vanished
+                        # the same flow run back when a retry follows a lost answer
+                        idempotency_key=f"{spec.campaign_id}/{spec.run_id}/{attempt}",
+                        work_queue_name=self.settings.queue,
+                        tags=[campaign_tag(spec.campaign_id)],  # two campaigns, told apart
+                    ),
                 )
                 assert isinstance(flow_run, FlowRun)  # sync call: no coroutine
                 problem = self._wait(flow_run.id, store, spec, attempt, kind)
@@ -368,10 +381,15 @@ class PoolExecutor:
         return Outcome(None, error_type, problem)
 
     def _wait(
-        self, flow_run_id: Any, store: FsspecStore, spec: RunSpec, attempt: str, kind: Kind
+        self, flow_run_id: Any, store: OutlastingStore, spec: RunSpec, attempt: str, kind: Kind
     ) -> str:
-        """Until the flow run is final, or its heartbeat or its progress stops (`Liveness`);
-        how it ended, in words."""
+        """Until the flow run is final, its result is in the store, or its heartbeat or its
+        progress stops (`Liveness`); how it ended, in words.
+
+        A flow run Pending counts as running: its process has started on a host, and one that
+        died there while the server was down (Prefect's first request of a new process is not
+        retried) stays Pending for good, with no beat. The store is read through `inner`: a
+        beat missed in a store outage is no news, and the poll must not wait the outage out."""
         # The preflight's restart check commits under an id of its own: its beat must do.
         progress_s = self.settings.progress_timeout_s if kind == "run" else math.inf
         liveness = Liveness(self.settings.heartbeat_timeout_s, progress_s)
@@ -379,36 +397,57 @@ class PoolExecutor:
         # line (`--heartbeat-timeout 12`) is still checked several times within it.
         every = min(self.settings.liveness_s, self.settings.heartbeat_timeout_s / 6)
         observed_at, was_running = -math.inf, False
+        quick = store.inner
+        beat_seen, still_since, looked_at = None, time.monotonic(), time.monotonic()
         with self._watch.watching(flow_run_id) as watched:
             while True:
-                state = self._watch.next_state(watched)  # within poll_s
+                state = ride_api(  # within poll_s, or the reading's error (a server down)
+                    f"the state of flow run {flow_run_id}",
+                    partial(self._watch.next_state, watched),
+                )
                 if state == GONE:
                     return f"flow run {flow_run_id} is no longer on the server (deleted)"
                 if isinstance(state, State) and state.is_final():
                     return f"flow run {flow_run_id} ended {state.type.value}: {state.message}"
-                running = isinstance(state, State) and state.is_running()
+                running = isinstance(state, State) and (state.is_running() or state.is_pending())
                 now = time.monotonic()
                 if running == was_running and now - observed_at < every:
                     continue
                 observed_at, was_running = now, running
-                beat = self._beat(store, spec, attempt)
+                beat = self._beat(quick, spec, attempt)
+                if beat is not None and beat != beat_seen:
+                    beat_seen, still_since = beat, now
+                look = self.settings.result_look_s
+                if now - still_since > look and now - looked_at > look:
+                    looked_at = now
+                    if attempt_result(quick, spec, attempt) is not None:
+                        where = state.type.value if isinstance(state, State) else "no state"
+                        return f"flow run {flow_run_id}: result committed (still {where})"
                 progress = (
-                    self._progress(store, spec, attempt) if running and kind == "run" else None
+                    self._progress(quick, spec, attempt) if running and kind == "run" else None
                 )
                 lost = liveness.observe(now, running, beat, progress)
                 if lost:
                     host = _host_of(liveness.beat)
                     message = f"{lost} from {host}; the attempt is presumed lost"
                     with get_client(sync_client=True) as client:
-                        client.set_flow_run_state(flow_run_id, Crashed(message=message), force=True)
+                        ride_api(
+                            f"marking flow run {flow_run_id} crashed",
+                            partial(
+                                client.set_flow_run_state,
+                                flow_run_id,
+                                Crashed(message=message),
+                                force=True,
+                            ),
+                        )
                     return f"flow run {flow_run_id}: {message}"
 
     @staticmethod
-    def _name(store: FsspecStore, spec: RunSpec, attempt: str) -> str:
+    def _name(store: Store, spec: RunSpec, attempt: str) -> str:
         return store.uri(result_key(spec, attempt))
 
     @staticmethod
-    def _beat(store: FsspecStore, spec: RunSpec, attempt: str) -> str | None:
+    def _beat(store: Store, spec: RunSpec, attempt: str) -> str | None:
         try:
             key = f"{attempt_prefix(spec, attempt)}/{HEARTBEAT}"
             beat = json.loads(store.get(key, limit=MAX_SMALL_BYTES))
@@ -417,7 +456,7 @@ class PoolExecutor:
         return json.dumps(beat, sort_keys=True)
 
     @staticmethod
-    def _progress(store: FsspecStore, spec: RunSpec, attempt: str) -> int | None:
+    def _progress(store: Store, spec: RunSpec, attempt: str) -> int | None:
         """The newest step the attempt committed a checkpoint of (None: none yet)."""
         from ablations.checkpoint.commit import Identity, scan
 

@@ -121,29 +121,49 @@ class OutlastingStore:
         self._ride("checking the store", self.inner.check)
 
     def _ride(self, what: str, call: Callable[[], T]) -> T:
-        started = time.monotonic()
-        wait, tries = FIRST_WAIT_SECONDS, 0
-        while True:
-            tries += 1
-            try:
-                return call()
-            except StoreError as exc:
-                elapsed = time.monotonic() - started
-                if not transient(exc):
-                    raise
-                if elapsed + wait > self.seconds:
-                    raise StoreUnreachable(
-                        f"{exc} (the store stayed unreachable through {tries} "
-                        f"tr{'y' if tries == 1 else 'ies'} over {elapsed:.0f} s; a run rides "
-                        f"through {self.seconds:g} s, {OUTAGE_ENV})"
-                    ) from exc
-                log.warning(
-                    "store %s: %s failed (try %d, %.0f s into an outage of at most %g s), "
-                    "retrying in %.1f s: %s",
-                    self.url, what, tries, elapsed, self.seconds, wait, exc,
-                )  # fmt: skip
-                time.sleep(wait)
-                wait = min(wait * 2, MOST_WAIT_SECONDS)
+        def unreachable(exc: Exception, tries: int, elapsed: float) -> Exception:
+            return StoreUnreachable(
+                f"{exc} (the store stayed unreachable through {tries} "
+                f"tr{'y' if tries == 1 else 'ies'} over {elapsed:.0f} s; a run rides "
+                f"through {self.seconds:g} s, {OUTAGE_ENV})"
+            )
+
+        def retryable(exc: Exception) -> bool:
+            return isinstance(exc, StoreError) and transient(exc)
+
+        return ride_out(f"store {self.url}: {what}", call, self.seconds, retryable, unreachable)
+
+
+def ride_out(
+    what: str,
+    call: Callable[[], T],
+    seconds: float,
+    retryable: Callable[[Exception], bool],
+    unreachable: Callable[[Exception, int, float], Exception],
+) -> T:
+    """`call()`, tried again with bounded backoff while it raises what `retryable` accepts,
+    for up to `seconds` in all; then `unreachable(last error, tries, elapsed)` is raised
+    (from the last error). The one backoff of a service's outage: the store's here, the
+    Prefect API's in `flows/api_outage.py`."""
+    started = time.monotonic()
+    wait, tries = FIRST_WAIT_SECONDS, 0
+    while True:
+        tries += 1
+        try:
+            return call()
+        except Exception as exc:
+            if not retryable(exc):
+                raise
+            elapsed = time.monotonic() - started
+            if elapsed + wait > seconds:
+                raise unreachable(exc, tries, elapsed) from exc
+            log.warning(
+                "%s failed (try %d, %.0f s into an outage of at most %g s), retrying in "
+                "%.1f s: %s",
+                what, tries, elapsed, seconds, wait, exc,
+            )  # fmt: skip
+            time.sleep(wait)
+            wait = min(wait * 2, MOST_WAIT_SECONDS)
 
 
 def _conforms(store: OutlastingStore) -> Store:  # the typed conformance check: mypy fails here

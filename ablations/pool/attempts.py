@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,7 +49,8 @@ from ablations.workers.jobs import PreflightJob, RunJob, preflight_on_slot, run_
 from ablations.workers.worker import SlotWorker
 
 if TYPE_CHECKING:  # torch (the checkpoint state) never before a slot is pinned
-    from ablations.checkpoint.store import FsspecStore
+    from ablations.checkpoint.outage import OutlastingStore
+    from ablations.checkpoint.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,6 @@ Kind = Literal["run", "preflight"]
 RESULT, HEARTBEAT, OUTPUTS = "outputs/result.json", "heartbeat.json", "outputs"
 HEARTBEAT_SECONDS = 5.0
 """How often a running attempt rewrites its heartbeat: cheap next to a checkpoint."""
-COMMIT_TRIES = 4
-"""Reads of the accepted pointer before an attempt's result is given up (a slow store)."""
 
 
 def require_shared_store(section: CheckpointSection | None) -> None:
@@ -76,13 +74,17 @@ def require_shared_store(section: CheckpointSection | None) -> None:
         )
 
 
-def attempt_store(spec: RunSpec) -> FsspecStore:
-    """The shared store the attempts of `spec` write to (opened without a probe)."""
+def attempt_store(spec: RunSpec) -> OutlastingStore:
+    """The shared store the attempts of `spec` write to (opened without a probe), each call
+    riding through an outage as a run's own store calls do (`ablations.checkpoint.outage`):
+    a store down for a while delays the pointer, the uploads and the result, and fails
+    nothing. Its `inner` store answers at once, for reads whose miss is no news (a beat)."""
+    from ablations.checkpoint.outage import OutlastingStore
     from ablations.checkpoint.store import open_store
 
     require_shared_store(spec.checkpoint)
     assert spec.checkpoint is not None
-    return open_store(spec.checkpoint, check=False)
+    return OutlastingStore(open_store(spec.checkpoint, check=False))
 
 
 def attempt_prefix(spec: RunSpec, attempt: str) -> str:
@@ -95,7 +97,7 @@ def result_key(spec: RunSpec, attempt: str) -> str:
     return f"{attempt_prefix(spec, attempt)}/{RESULT}"
 
 
-def attempt_result(store: FsspecStore, spec: RunSpec, attempt: str) -> bytes | None:
+def attempt_result(store: Store, spec: RunSpec, attempt: str) -> bytes | None:
     """The result envelope the attempt committed, unchecked (`trust.unseal`), or None when
     there is none (or it is larger than any result: never read whole)."""
     try:
@@ -108,7 +110,7 @@ def attempt_result(store: FsspecStore, spec: RunSpec, attempt: str) -> bytes | N
 
 
 @contextmanager
-def _heartbeat(store: FsspecStore, spec: RunSpec, attempt: str, host: str) -> Iterator[None]:
+def _heartbeat(store: Store, spec: RunSpec, attempt: str, host: str) -> Iterator[None]:
     """Rewrite `heartbeat.json` every few seconds while the block runs."""
     stop = threading.Event()
 
@@ -161,7 +163,8 @@ def run_on_host(
         section = spec.checkpoint
         require_allowed_store(section.store, section.endpoint_url, (), host.allowed_stores)
     store = attempt_store(spec)
-    with _heartbeat(store, spec, attempt, host.host), host.lease() as slot:
+    # A missed beat is not a failed run: the next one, 5 s on, is as good as a retried one.
+    with _heartbeat(store.inner, spec, attempt, host.host), host.lease() as slot:
         if kind == "preflight":
             result = _on_slot(slot, "preflight", spec, expected_inputs)
         else:
@@ -170,25 +173,21 @@ def run_on_host(
     return result
 
 
-def _commit(store: FsspecStore, spec: RunSpec, kind: Kind, attempt: str, result: str) -> None:
+def _commit(store: Store, spec: RunSpec, kind: Kind, attempt: str, result: str) -> None:
     """Write the attempt's result, unless the campaign accepts another attempt now."""
     _require_accepted(store, spec, attempt)
     store.put(result_key(spec, attempt), seal(spec, kind, attempt, result))
 
 
-def _require_accepted(store: FsspecStore, spec: RunSpec, attempt: str) -> None:
-    """`SupersededAttempt`, said in this attempt's log, once another attempt is accepted."""
-    for tries in range(1, COMMIT_TRIES + 1):
-        try:
-            fence.require_accepted(store, spec.campaign_id, spec.run_id, attempt)
-            return
-        except fence.SupersededAttempt as exc:
-            say(f"{spec.variant} seed {spec.seed}: result not committed: {exc}")
-            raise
-        except StoreError:  # the pointer unread is no licence to commit: ask again
-            if tries == COMMIT_TRIES:
-                raise
-            time.sleep(HEARTBEAT_SECONDS)
+def _require_accepted(store: Store, spec: RunSpec, attempt: str) -> None:
+    """`SupersededAttempt`, said in this attempt's log, once another attempt is accepted.
+    The pointer unread (the store down past its outage, `StoreUnreachable`) is no licence to
+    commit either: it raises."""
+    try:
+        fence.require_accepted(store, spec.campaign_id, spec.run_id, attempt)
+    except fence.SupersededAttempt as exc:
+        say(f"{spec.variant} seed {spec.seed}: result not committed: {exc}")
+        raise
 
 
 def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int] | None) -> str:
@@ -213,7 +212,7 @@ def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int]
         worker.close()
 
 
-def _run_and_upload(slot: SlotSpec, store: FsspecStore, spec: RunSpec) -> str:
+def _run_and_upload(slot: SlotSpec, store: Store, spec: RunSpec) -> str:
     """Run, upload the exported files, and return the record with each file's sha256 in it
     (`export_sha256`): the result is sealed (signed) with them, so an export swapped in the
     store afterwards is refused by the campaign."""
@@ -247,7 +246,7 @@ class Attempted(NamedTuple):
     """Why no result came back (empty with a result)."""
 
 
-def attempts_with_results(store: FsspecStore, spec: RunSpec) -> list[str]:
+def attempts_with_results(store: Store, spec: RunSpec) -> list[str]:
     """Every attempt of the run that left a result envelope in the store."""
     base = f"{spec.campaign_id}/{spec.run_id}/attempts"
     found = []
@@ -258,7 +257,7 @@ def attempts_with_results(store: FsspecStore, spec: RunSpec) -> list[str]:
     return found
 
 
-def accepted_result(store: FsspecStore, spec: RunSpec) -> Attempted | None:
+def accepted_result(store: Store, spec: RunSpec) -> Attempted | None:
     """The result of the attempt the campaign accepts, if it left one: never another's."""
     attempt = fence.accepted(store, spec.campaign_id, spec.run_id)
     result = attempt_result(store, spec, attempt) if attempt is not None else None

@@ -1,0 +1,104 @@
+"""The Prefect server restarted under a work-pool campaign: its calls ride through the outage
+(`flows/api_outage.ride_api`), and a server that stays down ends them in one line.
+
+A real `prefect server start` on loopback (`tests.flows.work_pool.Loopback`), stopped and
+started again on the same port and database, as an operator's restart does. Each call opens a
+new client, as the campaign's calls do: Prefect's client refuses to retry a refused
+connection before its first answer (`prefect/client/base.py`), so without the ride these fail
+at once.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from prefect.client.orchestration import get_client
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
+from ablations.errors import ApiUnreachable
+from flows.api_outage import API_OUTAGE_ENV, ride_api
+from flows.server_database import template_path
+from tests.flows.work_pool import Loopback, kill_tree, loopback_env
+from tests.s3_server import free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.long]  # a server started and restarted: a minute
+
+
+@pytest.fixture(scope="module")
+def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loopback]:
+    """A server (API only) on SQLite, started on the migrated template, this process's
+    Prefect client pointed at it; killed at the end of the module."""
+    folder = tmp_path_factory.mktemp("api-outage")
+    port = free_port()
+    loop = Loopback(folder, loopback_env(folder, port), port)
+    home = folder / "prefect-home"
+    home.mkdir()
+    if template_path().exists():  # no migration: seconds saved at each start
+        shutil.copyfile(template_path(), home / "prefect.db")
+    try:
+        loop.start_server()
+        with temporary_settings(updates={PREFECT_API_URL: loop.env["PREFECT_API_URL"]}):
+            yield loop
+    finally:
+        for process in loop.processes:
+            if process.poll() is None:
+                kill_tree(process)
+
+
+@pytest.fixture
+def server(started: Loopback) -> Loopback:
+    """The module's server, up (started again when a test left it down)."""
+    assert started.server is not None
+    if started.server.poll() is not None:
+        started.start_server(f"server-{time.monotonic_ns()}.log")
+    return started
+
+
+def _read_pools() -> list[str]:
+    with get_client(sync_client=True) as client:  # a new client, as each campaign call's
+        return [pool.name for pool in client.read_work_pools()]
+
+
+def test_a_restarted_server_is_ridden_through(server: Loopback) -> None:
+    server.stop_server()
+    with pytest.raises(httpx.ConnectError):  # what a call meets without the ride
+        _read_pools()
+    restart = threading.Timer(2.0, lambda: server.start_server("server-restarted.log"))
+    restart.start()
+    started = time.monotonic()
+    try:
+        assert ride_api("reading the work pools", _read_pools, seconds=90) == []
+    finally:
+        restart.join()
+    assert time.monotonic() - started >= 2.0  # it did wait for the restart
+
+
+def test_a_server_that_stays_down_ends_the_call_in_one_line(server: Loopback) -> None:
+    server.stop_server()
+    started = time.monotonic()
+    with pytest.raises(ApiUnreachable) as caught:
+        ride_api("reading the work pools", _read_pools, seconds=3)
+    assert time.monotonic() - started < 10  # bounded: about the outage given
+    line = str(caught.value)
+    assert "\n" not in line and server.env["PREFECT_API_URL"] in line
+    assert "did not answer reading the work pools" in line and API_OUTAGE_ENV in line
+    assert "ConnectError" in line
+
+
+def test_a_wrong_request_is_not_retried(server: Loopback) -> None:
+    """An answer (a 404 for a pool that is not there) is the server's word: raised at once."""
+    from prefect.exceptions import ObjectNotFound
+
+    def read_missing() -> object:
+        with get_client(sync_client=True) as client:
+            return client.read_work_pool("no-such-pool")
+
+    started = time.monotonic()
+    with pytest.raises(ObjectNotFound):
+        ride_api("reading a pool", read_missing, seconds=60)
+    assert time.monotonic() - started < 5
