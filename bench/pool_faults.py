@@ -16,7 +16,10 @@ been accepted (so runs are in flight), one fault:
   started again on the same port and database;
 - `postgres`: PostgreSQL stopped immediately (as a crash), kept down `--postgres-down-seconds`,
   and started again on the same port and data;
-- `s3`: every connection to the store cut for `--s3-down-seconds`, then let through again.
+- `s3`: every connection to the store cut for `--s3-down-seconds`, then let through again;
+- `server-gone`: the Prefect server stopped for good: the campaign must end within its
+  outage (`ABLATE_API_OUTAGE_SECONDS`, 30 s here) plus Prefect's own retries, exit 1, with
+  one `error: the Prefect server ...` line.
 
 Each campaign is checked, and the checks printed: it exits 0; its decision (the report's
 sentence, the gate's decision and every look's verdicts) equals the undisturbed campaign's;
@@ -48,12 +51,16 @@ sys.path.insert(0, str(ROOT / "bench"))
 import yaml  # noqa: E402
 from pool_scale import count_errors, moto, plan  # noqa: E402
 
+from flows.api_outage import API_OUTAGE_ENV  # noqa: E402
 from tests.fault_proxy import FaultProxy  # noqa: E402
 from tests.flows.work_pool import POOL, Loopback, kill_tree, serve  # noqa: E402
 from tests.postgres import PostgresCluster, postgres_cluster  # noqa: E402
 from tests.s3_server import BUCKET  # noqa: E402
 
-FAULTS = ("workers", "server", "postgres", "s3")
+FAULTS = ("workers", "server", "postgres", "s3", "server-gone")
+GONE_OUTAGE_S = 30
+"""`server-gone`: the outage the campaign rides through (ABLATE_API_OUTAGE_SECONDS) before
+its one line: short, so the bench does not wait the default 120 s."""
 KILLED = 4
 """Workers killed at once (the issue's 4 of 16 hosts)."""
 CAMPAIGN_TIMEOUT_S = 1200.0
@@ -119,6 +126,9 @@ def inject(fault: str, loop: Loopback, cluster: PostgresCluster, proxy: FaultPro
         started = time.monotonic()
         loop.start_server("server-restarted.log")
         return f"server down {args.server_down_seconds:g} s, healthy {time.monotonic() - started:.0f} s after its start"  # noqa: E501
+    if fault == "server-gone":
+        loop.stop_server()
+        return "server stopped for good"
     if fault == "postgres":
         cluster.restart(down_s=args.postgres_down_seconds)
         return f"PostgreSQL down {args.postgres_down_seconds:g} s"
@@ -135,6 +145,8 @@ def campaign(fault: str | None, args: argparse.Namespace, cluster: PostgresClust
     url = cluster.create_database(f"faults_{fault or 'none'}_{folder.name[-8:]}".lower())
     with serve(folder, url) as loop:
         loop.env["ABLATE_SIGNING_KEY"] = "bench-key"
+        if fault == "server-gone":
+            loop.env[API_OUTAGE_ENV] = str(GONE_OUTAGE_S)
         for number in range(args.workers):
             loop.worker(f"host-{number}", "cpu")
         path, out = folder / "plan.yaml", folder / "out"
@@ -146,7 +158,7 @@ def campaign(fault: str | None, args: argparse.Namespace, cluster: PostgresClust
              "--pool", POOL, "--devices", str(args.workers)],
             loop.env, "campaign.log",
         )  # fmt: skip
-        done = ""
+        done, injected_at = "", 0.0
         if fault is not None:
             # A first round of main runs accepted (the pilot's one run, the preflight's
             # none): the next round is in flight.
@@ -155,8 +167,8 @@ def campaign(fault: str | None, args: argparse.Namespace, cluster: PostgresClust
                     break
                 time.sleep(0.5)
             else:
-                at = time.monotonic() - started
-                done = f"at {at:.0f} s: {inject(fault, loop, cluster, proxy, args)}"
+                injected_at = time.monotonic() - started
+                done = f"at {injected_at:.0f} s: {inject(fault, loop, cluster, proxy, args)}"
         try:
             code = process.wait(timeout=max(1.0, CAMPAIGN_TIMEOUT_S - (time.monotonic() - started)))
         except subprocess.TimeoutExpired:
@@ -169,13 +181,14 @@ def campaign(fault: str | None, args: argparse.Namespace, cluster: PostgresClust
             "injected": done,
             "exit": code,
             "campaign_wall_s": round(wall, 1),
+            "after_fault_s": round(wall - injected_at, 1) if done else None,
             "attempts_lost": log.count(LOST),
             "errors": count_errors(sorted(folder.glob("*.log"))),
         }
         if code != 0:
             lines = log.strip().splitlines()
-            figures["failed"] = lines[-1][:300] if lines else "no output"
-        else:
+            figures["failed"] = lines[-1][:400] if lines else "no output"
+        if code == 0:
             verify = subprocess.run(
                 [sys.executable, "-m", "ablations.cli", "verify", str(out)],
                 cwd=ROOT, env=loop.env, capture_output=True, text=True, timeout=600,
@@ -190,6 +203,17 @@ def campaign(fault: str | None, args: argparse.Namespace, cluster: PostgresClust
     else:
         subprocess.run(["rm", "-rf", str(folder)], check=False)
     return figures
+
+
+def gone_checks(figures: dict[str, Any]) -> dict[str, bool]:
+    """A server gone for good: exit 1 with one line naming it, within the outage ridden
+    through plus Prefect's own retries (about a minute) and a poll."""
+    line = figures.get("failed", "")
+    return {
+        "exit 1": figures["exit"] == 1,
+        "one line": line.startswith("error: the Prefect server"),
+        "bounded": (figures["after_fault_s"] or 0) < GONE_OUTAGE_S + 120,
+    }
 
 
 def main() -> None:
@@ -218,12 +242,16 @@ def main() -> None:
             figures = campaign(fault, args, cluster, proxy)
             if fault is None:
                 reference = figures.get("decision")
-            checks = {
-                "exit 0": figures["exit"] == 0,
-                "same decision": reference is not None and figures.get("decision") == reference,
-                "each run once": figures.get("count_problems") == [],
-                "verify": figures.get("verify") == 0,
-            }
+            checks = (
+                gone_checks(figures)
+                if fault == "server-gone"
+                else {
+                    "exit 0": figures["exit"] == 0,
+                    "same decision": reference is not None and figures.get("decision") == reference,
+                    "each run once": figures.get("count_problems") == [],
+                    "verify": figures.get("verify") == 0,
+                }
+            )
             figures["checks"] = checks
             failures += not all(checks.values())
             print(json.dumps({"load": [round(x, 2) for x in os.getloadavg()], **figures}),

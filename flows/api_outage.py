@@ -37,6 +37,8 @@ DEFAULT_API_OUTAGE_SECONDS = 120.0
 restarted: a minute or two. Longer, and a server that is gone keeps the command waiting; the
 runs in flight go on and the rerun takes their results from the store. A call may take a
 minute more than this: Prefect's client retries inside each of our tries."""
+CHAIN_DEPTH = 8
+"""How far down the chain of causes an `ApiUnreachable` is looked for."""
 SERVER_FAILED = frozenset({408, 429})
 """Answers besides the 5xx that are the server failing, not answering: a timeout, a limit."""
 
@@ -85,3 +87,25 @@ def ride_api(what: str, call: Callable[[], T], seconds: float | None = None) -> 
         )
 
     return ride_out(f"Prefect API {server}: {what}", call, limit, server_failed, unreachable)
+
+
+def server_lost(exc: BaseException) -> ApiUnreachable | None:
+    """The one line for a campaign whose flow ended because the server stopped answering:
+    the `ApiUnreachable` of one of its calls (also when Prefect's engine then failed to
+    report the flow's state, raising its own error over it), or one made of the engine's
+    connection error. None for any other failure."""
+    seen: BaseException | None = exc
+    for _ in range(CHAIN_DEPTH):
+        if seen is None:
+            break
+        if isinstance(seen, ApiUnreachable):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    if isinstance(exc, Exception) and server_failed(exc):
+        server = PREFECT_API_URL.value() or "the Prefect API"
+        return ApiUnreachable(
+            f"the Prefect server {server} stopped answering the campaign's flow run through "
+            f"Prefect's own retries: {type(exc).__name__}: {str(exc)[:200]}; the runs in "
+            "flight go on, and a rerun with the same --out takes their results"
+        )
+    return None

@@ -354,6 +354,7 @@ def _run_campaign(
 ) -> int:
     from prefect.task_runners import ThreadPoolTaskRunner
 
+    from flows.api_outage import server_lost
     from flows.campaign import campaign_flow
     from flows.environment import quiet_dropped_items, quiet_run_failures
     from flows.local_server import campaign_api
@@ -370,17 +371,25 @@ def _run_campaign(
         # The flow returns a state: its data (the manifest the results step wrote) when it
         # completed; the error it carries (exit 2 for bad input) is raised otherwise. It runs
         # off the main thread, so SIGTERM reaches ablate's handler, not Prefect's.
-        manifest = _off_the_main_thread(
-            lambda: campaign(
-                plan_path=str(args.plan),
-                out_dir=str(out_dir),
-                gate=args.gate or "plan",  # the flow's form has no null: empty means "not given"
-                devices=args.devices or "",
-                pool=args.pool or "",
-                queue=args.queue or "",  # the flow run's parameters show where its runs went
-                heartbeat_timeout_s=args.heartbeat_timeout,
+        try:
+            manifest = _off_the_main_thread(
+                lambda: campaign(
+                    plan_path=str(args.plan),
+                    out_dir=str(out_dir),
+                    gate=args.gate or "plan",  # the flow's form has no null: "not given"
+                    devices=args.devices or "",
+                    pool=args.pool or "",
+                    queue=args.queue or "",  # the flow run's parameters show where runs went
+                    heartbeat_timeout_s=args.heartbeat_timeout,
+                )
             )
-        )
+        except Exception as exc:
+            # A configured server gone past the outage ridden through: one line, exit 1,
+            # not Prefect's own error (or an "internal error") about the flow's state.
+            lost = server_lost(exc) if server is None else None
+            if lost is None or lost is exc:
+                raise
+            raise lost from exc
     _print_outcome(manifest, out_dir)
     # A defect of the workload or data stopped the campaign before its pilot: not a success.
     fixing = manifest.gate is not None and manifest.gate.decision == "fix"

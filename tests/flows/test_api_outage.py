@@ -21,12 +21,10 @@ from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 from ablations.errors import ApiUnreachable
-from flows.api_outage import API_OUTAGE_ENV, ride_api
+from flows.api_outage import API_OUTAGE_ENV, ride_api, server_lost
 from flows.server_database import template_path
 from tests.flows.work_pool import Loopback, kill_tree, loopback_env
 from tests.s3_server import free_port
-
-pytestmark = [pytest.mark.slow, pytest.mark.long]  # a server started and restarted: a minute
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +62,8 @@ def _read_pools() -> list[str]:
         return [pool.name for pool in client.read_work_pools()]
 
 
+@pytest.mark.slow
+@pytest.mark.long
 def test_a_restarted_server_is_ridden_through(server: Loopback) -> None:
     server.stop_server()
     with pytest.raises(httpx.ConnectError):  # what a call meets without the ride
@@ -78,6 +78,8 @@ def test_a_restarted_server_is_ridden_through(server: Loopback) -> None:
     assert time.monotonic() - started >= 2.0  # it did wait for the restart
 
 
+@pytest.mark.slow
+@pytest.mark.long
 def test_a_server_that_stays_down_ends_the_call_in_one_line(server: Loopback) -> None:
     server.stop_server()
     started = time.monotonic()
@@ -90,6 +92,8 @@ def test_a_server_that_stays_down_ends_the_call_in_one_line(server: Loopback) ->
     assert "ConnectError" in line
 
 
+@pytest.mark.slow
+@pytest.mark.long
 def test_a_wrong_request_is_not_retried(server: Loopback) -> None:
     """An answer (a 404 for a pool that is not there) is the server's word: raised at once."""
     from prefect.exceptions import ObjectNotFound
@@ -102,3 +106,21 @@ def test_a_wrong_request_is_not_retried(server: Loopback) -> None:
     with pytest.raises(ObjectNotFound):
         ride_api("reading a pool", read_missing, seconds=60)
     assert time.monotonic() - started < 5
+
+
+def test_a_flow_ended_by_the_servers_absence_says_so_in_one_line() -> None:
+    """What `ablate run --pool` raises when its flow ended on the server: a call's own
+    `ApiUnreachable`, also under Prefect's error about the flow's state; else one made of
+    the engine's connection error; nothing for any other failure."""
+    ours = ApiUnreachable("the Prefect server X did not answer the submission of control")
+    try:
+        try:
+            raise ours
+        except ApiUnreachable:  # the engine then fails to report the flow's Failed state
+            raise httpx.ConnectError("All connection attempts failed")  # noqa: B904
+    except httpx.ConnectError as engine:
+        assert server_lost(engine) is ours
+    made = server_lost(httpx.ConnectError("All connection attempts failed"))
+    assert made is not None and "\n" not in str(made)
+    assert "stopped answering the campaign's flow run" in str(made) and "ConnectError" in str(made)
+    assert server_lost(ValueError("a bad plan")) is None
