@@ -24,6 +24,8 @@ from pathlib import Path
 
 OWNER = ".owner"
 """The lock file in each scratch folder, held by the process using the folder."""
+CLAIMING = ".owner-claiming"
+"""The lock file's name until its process holds the lock (never opened by a sweep)."""
 
 
 def scratch_root() -> Path:
@@ -39,9 +41,13 @@ def scratch_folder(prefix: str) -> Iterator[Path]:
     root.mkdir(mode=0o700, exist_ok=True)
     remove_abandoned(root)
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=root))
-    owner = os.open(path / OWNER, os.O_CREAT | os.O_RDWR, 0o600)
+    # Locked under another name, then renamed: a `.owner` that exists is always locked. Created
+    # as `.owner` and locked after, another process's sweep could take the lock in between
+    # and remove the new folder under its owner (seen with 6 pool hosts sharing one /tmp).
+    owner = os.open(path / CLAIMING, os.O_CREAT | os.O_RDWR, 0o600)
     try:
         fcntl.flock(owner, fcntl.LOCK_EX)
+        os.rename(path / CLAIMING, path / OWNER)
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)

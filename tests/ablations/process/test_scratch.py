@@ -66,3 +66,28 @@ def test_a_folder_being_created_is_left_alone() -> None:
     creating.mkdir()  # mkdtemp done, its .owner not yet written
     assert remove_abandoned(root) == []
     assert creating.is_dir()
+
+
+def test_a_sweep_between_a_new_folders_creation_and_its_lock_leaves_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another process's sweep runs at the worst instant: the new folder's lock file exists
+    and is not locked yet. flock conflicts between two opens of one file in one process as
+    between two processes, so the sweep here is the other process's."""
+    import fcntl
+
+    from ablations.process import scratch
+
+    real_flock = fcntl.flock
+    swept: list[list[Path]] = []
+
+    def flock_after_a_sweep(fd: int, operation: int) -> None:
+        if not swept:  # the first lock taken: the new folder's own
+            swept.append([])  # the sweep's own locks go straight through
+            swept[0] = remove_abandoned(scratch_root())
+        real_flock(fd, operation)
+
+    monkeypatch.setattr(scratch.fcntl, "flock", flock_after_a_sweep)
+    with scratch_folder("run-") as path:
+        assert swept == [[]] and path.is_dir()
+        (path / "checkpoint").mkdir()  # what the run then writes there
