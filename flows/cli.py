@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextvars
+import logging
 import os
 import signal
 import sys
@@ -387,7 +388,12 @@ def _run_campaign(
             # A configured server gone past the outage ridden through: one line, exit 1,
             # not Prefect's own error (or an "internal error") about the flow's state.
             lost = server_lost(exc) if server is None else None
-            if lost is None or lost is exc:
+            if lost is None:
+                raise
+            # Prefect's log worker writes each batch it fails to send to stderr, the last ones
+            # at exit, after the one line: the server is known gone, so they say nothing more.
+            logging.raiseExceptions = False
+            if lost is exc:
                 raise
             raise lost from exc
     _print_outcome(manifest, out_dir)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -24,6 +26,7 @@ from ablations.errors import ApiUnreachable
 from flows.api_outage import API_OUTAGE_ENV, ride_api, server_lost
 from flows.server_database import template_path
 from tests.flows.work_pool import Loopback, kill_tree, loopback_env
+from tests.postgres import PostgresCluster
 from tests.s3_server import free_port
 
 
@@ -106,6 +109,34 @@ def test_a_wrong_request_is_not_retried(server: Loopback) -> None:
     with pytest.raises(ObjectNotFound):
         ride_api("reading a pool", read_missing, seconds=60)
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.slow
+@pytest.mark.long
+def test_a_restarted_postgresql_under_the_server_is_ridden_through(
+    tmp_path: Path, postgres: PostgresCluster
+) -> None:
+    """PostgreSQL stopped as a crash and started again: the server's requests fail meanwhile
+    (500s and 503s), and a new client's reads ride through to the same data."""
+    port = free_port()
+    url = postgres.create_database(f"outage_{uuid.uuid4().hex[:12]}")
+    loop = Loopback(tmp_path, loopback_env(tmp_path, port, url), port)
+    try:
+        loop.start_server()
+        with temporary_settings(updates={PREFECT_API_URL: loop.env["PREFECT_API_URL"]}):
+            loop.prefect("work-pool", "create", "after-restart", "--type", "process")
+            restart = threading.Thread(target=postgres.restart, kwargs={"down_s": 4.0})
+            restart.start()
+            time.sleep(1.0)  # down now: the server's pooled connections are dead
+            try:
+                pools = ride_api("reading the work pools", _read_pools, seconds=90)
+            finally:
+                restart.join()
+        assert pools == ["after-restart"]
+    finally:
+        for process in loop.processes:
+            if process.poll() is None:
+                kill_tree(process)
 
 
 def test_a_flow_ended_by_the_servers_absence_says_so_in_one_line() -> None:
