@@ -13,7 +13,9 @@ import pytest
 from tests.faults.conftest import Campaign, fault_plan
 from tests.s3_server import free_port
 
-pytestmark = pytest.mark.slow
+# A store cut mid-run and its retries (35 s on 2 cores): `make test-long`, beside the other
+# store outages in test_infrastructure; CI runs it after `make test`.
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 KEY_ID, SECRET = "AKIAFAULTSUITE9DUMMY", "dummy-secret-fault-suite-9-do-not-leak"
 BUCKET = "ablate-faults"

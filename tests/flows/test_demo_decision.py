@@ -16,7 +16,8 @@ from ablations.campaign.looks import rejudged_looks
 from tests.conftest import DEMO_PLAN
 from tests.faults.conftest import Campaign
 
-pytestmark = pytest.mark.slow
+# The whole demo (75 runs, 35 s on 2 cores): `make test-long`, which CI runs after `make test`.
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
 def test_the_demo_decides_width_16_worse_in_a_short_plain_sentence(tmp_path: Path) -> None:
