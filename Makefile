@@ -53,26 +53,30 @@ typecheck: venv
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-# Two pytest processes, one test file each at a time: most tests wait on subprocesses (slot
-# workers, a Prefect server), so two share two cores well; a file's fixtures stay in one.
+# Three pytest processes on two cores, one test file each at a time: most tests wait on
+# subprocesses (slot workers, a Prefect server), and two processes kept the cores busy only
+# 1.15 of 2 (make test's tests: 392 s with three against 480 s with two on a quiet machine).
 # The files go out longest first, as tests/durations.json measured them (tests/durations.py):
-# xdist's own order (most tests first) left the two-minute pool campaign for last, and one
-# process idled for its last 90 s. `make durations` measures them again.
-PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
+# xdist's own order (most tests first) left the longest campaign for last while the other
+# processes idled. `make durations` measures them again. The long tests (minutes of pool
+# campaigns each, on a server with its workers) run two at a time.
+PYTEST_ARGS := -q --dist loadfile --no-loadscope-reorder
+PYTEST := $(BIN)/python -m pytest -n 3 $(PYTEST_ARGS)
+PYTEST_LONG := $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 # mypy runs beside the tests (one process; the tests leave a core idle at times), its
 # report printed after theirs; either failing fails the target.
 WITH_TYPES = $(BIN)/mypy > .mypy.log 2>&1 & types=$$!; $(1); tests=$$?; \
 	wait $$types; typed=$$?; cat .mypy.log; test $$tests -eq 0 -a $$typed -eq 0
 
-# Every test but the few marked `long` (minutes each: the work-pool campaigns, store outages
-# and a full disk), which would take the suite past 8 minutes on 2 cores: `make test-long` runs
-# those, and CI (.ci/run) runs it after `make test`.
+# Every test but the few marked `long` (a minute or more each: the work-pool campaigns, store
+# outages and a full disk, the whole demo, four kills in a row), which would take the suite
+# past 8 minutes on 2 cores: `make test-long` runs those, and CI (.ci/run) runs it after.
 test: lint docs
 	$(call WITH_TYPES,$(PYTEST) -m 'not long')
 
 test-long: venv
-	$(PYTEST) -m long
+	$(PYTEST_LONG) -m long
 
 # CPU seconds per test file (tests/cpu_usage.py): what to cut when `make test` runs long; unlike
 # wall time, it barely moves with the machine's other load.

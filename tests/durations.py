@@ -1,4 +1,4 @@
-"""How long each test file takes, so that `pytest -n 2` starts the longest files first.
+"""How long each test file takes, so that `pytest -n 3` starts the longest files first.
 
 xdist's own order (files with most tests first) left the one-test campaigns for last: the
 two-minute pool campaign started when the other process had nothing left to run, and the suite

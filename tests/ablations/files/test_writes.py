@@ -36,6 +36,7 @@ ALLOWED: list[tuple[str, str, str]] = [
     ("campaign/lock.py", "os.open", "the folder's .lock (FILE_MODE), a lock, not a record"),
     ("process/scratch.py", "os.open", "a scratch folder's .owner lock, outside the folder"),
     ("process/scratch.py", "os.open", "the same lock opened again to test it"),
+    ("process/scratch.py", "rename", "the lock, locked under another name, named .owner"),
     ("slots/locks.py", "os.open", "the slot locks (campaigns', pool hosts'), outside the folder"),
     ("training/memory.py", "os.open", "/proc's clear_refs (the memory peak), not a file"),
     ("byo/probe.py", "write_bytes", "/proc's clear_refs (the memory peak), not a file"),
