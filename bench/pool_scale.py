@@ -38,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
@@ -50,7 +49,7 @@ sys.path.insert(0, str(ROOT))  # the tests' loopback server and PostgreSQL clust
 
 import yaml  # noqa: E402
 
-from tests.flows.work_pool import POOL, Loopback, _descendants, serve  # noqa: E402
+from tests.flows.work_pool import POOL, Loopback, _descendants, flow_runs, serve  # noqa: E402
 from tests.postgres import postgres_cluster  # noqa: E402
 from tests.s3_server import BUCKET, DUMMY_CREDENTIALS, free_port  # noqa: E402
 
@@ -106,20 +105,6 @@ def cpu_seconds(pid: int) -> float:
 
 def postmaster(data_dir: Path) -> int:
     return int((data_dir / "postmaster.pid").read_text().split()[0])
-
-
-def flow_runs(api: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    while True:
-        body = json.dumps({"limit": 200, "offset": len(found)}).encode()
-        request = urllib.request.Request(
-            f"{api}/flow_runs/filter", body, {"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            page = json.loads(response.read())
-        found += page
-        if len(page) < 200:
-            return found
 
 
 def when(stamp: str) -> float:

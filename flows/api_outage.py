@@ -20,15 +20,14 @@ the same state.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TypeVar
 
 import httpx
 from prefect.settings import PREFECT_API_URL
 
-from ablations.checkpoint.outage import ride_out
-from ablations.errors import ApiUnreachable, InputError
+from ablations.checkpoint.outage import ride_out, seconds_from_env
+from ablations.errors import ApiUnreachable
 
 API_OUTAGE_ENV = "ABLATE_API_OUTAGE_SECONDS"
 """Seconds of a Prefect server's outage a campaign on a work pool rides through per call."""
@@ -48,16 +47,7 @@ T = TypeVar("T")
 def api_outage_seconds() -> float:
     """`ABLATE_API_OUTAGE_SECONDS`, else `DEFAULT_API_OUTAGE_SECONDS`; `InputError` for a
     value that is not a number of seconds from 0 to a day."""
-    text = os.environ.get(API_OUTAGE_ENV, "").strip()
-    if not text:
-        return DEFAULT_API_OUTAGE_SECONDS
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not 0 <= seconds <= 86_400:
-        raise InputError(f"{API_OUTAGE_ENV} must be seconds from 0 to 86400 (got {text[:20]!r})")
-    return seconds
+    return seconds_from_env(API_OUTAGE_ENV, DEFAULT_API_OUTAGE_SECONDS)
 
 
 def server_failed(exc: Exception) -> bool:

@@ -54,19 +54,25 @@ FINAL = (ForeignCheckpoint, ObjectTooLarge, ProtectedObject, RefusedCheckpoint, 
 T = TypeVar("T")
 
 
-def outage_seconds() -> float:
-    """The outage a run rides through per store call: `ABLATE_STORE_OUTAGE_SECONDS`, else
-    `DEFAULT_OUTAGE_SECONDS`; `InputError` for a value that is not a number of seconds >= 0."""
-    text = os.environ.get(OUTAGE_ENV, "").strip()
+def seconds_from_env(name: str, default: float) -> float:
+    """The environment's `name` as seconds from 0 to a day, else `default` when unset;
+    `InputError` naming it for a value that is not."""
+    text = os.environ.get(name, "").strip()
     if not text:
-        return DEFAULT_OUTAGE_SECONDS
+        return default
     try:
         seconds = float(text)
     except ValueError:
         seconds = -1.0
     if not 0 <= seconds <= 86_400:
-        raise InputError(f"{OUTAGE_ENV} must be seconds from 0 to 86400 (got {text[:20]!r})")
+        raise InputError(f"{name} must be seconds from 0 to 86400 (got {text[:20]!r})")
     return seconds
+
+
+def outage_seconds() -> float:
+    """The outage a run rides through per store call: `ABLATE_STORE_OUTAGE_SECONDS`, else
+    `DEFAULT_OUTAGE_SECONDS`."""
+    return seconds_from_env(OUTAGE_ENV, DEFAULT_OUTAGE_SECONDS)
 
 
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})

@@ -155,3 +155,16 @@ def test_a_flow_ended_by_the_servers_absence_says_so_in_one_line() -> None:
     assert made is not None and "\n" not in str(made)
     assert "stopped answering the campaign's flow run" in str(made) and "ConnectError" in str(made)
     assert server_lost(ValueError("a bad plan")) is None
+
+
+def test_the_api_outage_setting_is_seconds_or_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ablations.errors import InputError
+    from flows.api_outage import api_outage_seconds
+
+    monkeypatch.setenv(API_OUTAGE_ENV, "30")
+    assert api_outage_seconds() == 30
+    monkeypatch.setenv(API_OUTAGE_ENV, "-1")
+    with pytest.raises(InputError, match=API_OUTAGE_ENV):
+        api_outage_seconds()

@@ -32,7 +32,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.flows.conftest import plan_text
-from tests.flows.work_pool import POOL, Loopback
+from tests.flows.work_pool import POOL, Loopback, flow_runs
 from tests.s3_server import BUCKET
 
 DEVICES = 2
@@ -58,20 +58,6 @@ def _plan(campaign: str, store: str, endpoint: str) -> dict[str, Any]:
         "pilot": {"variants": ["control"], "steps": 1},
         "checkpoint": {"store": store, "endpoint_url": endpoint, "interval": {"steps": 5}},
     }
-
-
-def _flow_runs(api: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    while True:
-        body = json.dumps({"limit": 200, "offset": len(found)}).encode()
-        request = urllib.request.Request(
-            f"{api}/flow_runs/filter", body, {"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            page = json.loads(response.read())
-        found += page
-        if len(page) < 200:
-            return found
 
 
 def _queues(api: str) -> dict[str, int]:
@@ -155,7 +141,7 @@ def test_two_campaigns_share_three_workers_each_within_its_share(
         said, _ = verifying[name].communicate(timeout=300)
         assert verifying[name].returncode == 0, said
 
-    runs = [r for r in _flow_runs(api) if r["parameters"].get("spec")]
+    runs = [r for r in flow_runs(api) if r["parameters"].get("spec")]
     assert {r["state_type"] for r in runs} == {"COMPLETED"}, [r["state_type"] for r in runs]
     assert len(runs) == 12  # each campaign: preflight, one pilot run, four main runs
 

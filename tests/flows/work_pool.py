@@ -4,6 +4,7 @@ GPU hosts: what the work-pool tests run campaigns on (the `loopback` fixture, te
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import ROOT
 from tests.s3_server import free_port
@@ -153,3 +155,18 @@ def serve(tmp_path: Path, database_url: str | None = None) -> Iterator[Loopback]
         for process in reversed(loop.processes):
             if process.poll() is None:
                 kill_tree(process)
+
+
+def flow_runs(api: str) -> list[dict[str, Any]]:
+    """Every flow run on the server at `api` (its REST API read page by page), as JSON."""
+    found: list[dict[str, Any]] = []
+    while True:
+        body = json.dumps({"limit": 200, "offset": len(found)}).encode()
+        request = urllib.request.Request(
+            f"{api}/flow_runs/filter", body, {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            page = json.loads(response.read())
+        found += page
+        if len(page) < 200:
+            return found
