@@ -1,18 +1,19 @@
 """A campaign on a work pool of 1 to 16 hosts: throughput against the ideal, the cost per run.
 
     .venv/bin/python bench/pool_scale.py [--databases sqlite postgres] [--workers 1 2 4 8 16]
-        [--runs 200] [--run-seconds 30] [--query-seconds 10] [--json results.json]
+        [--runs 200] [--run-seconds 30] [--query-seconds 10] [--worker ablate|prefect]
+        [--json results.json]
 
 Everything on loopback, as `tests/flows/test_work_pool.py` starts it (`tests.flows.work_pool`):
 for each database and worker count, a fresh Prefect server (API only) on SQLite in its home
 or on a fresh database of a throwaway PostgreSQL cluster (`tests.postgres`, flushing to disk as
 a production server does), the `gpus` pool and its deployment, moto's S3 server as the shared
-store, and N `prefect worker start --limit 1` processes posing as hosts of one CPU device each
-(`PREFECT_WORKER_QUERY_SECONDS`: `--query-seconds`). The campaign (`ablate run --pool gpus
---devices N`, signed results) runs `bench/sleepy_run.py`: each run sleeps `--run-seconds` in
-10 steps, reports (and evaluates) at each and checkpoints every 5, so the cores stay free for
-the orchestration being measured. 10 variants x runs/10 seeds in the main phase, after a
-preflight and a pilot of one step of the control.
+store, and N `ablate worker --limit 1` processes posing as hosts of one CPU device each
+(`--worker prefect`: `prefect worker start`; both poll every `--query-seconds`). The campaign
+(`ablate run --pool gpus --devices N`, signed results) runs `bench/sleepy_run.py`: each run
+sleeps `--run-seconds` in 10 steps, reports (and evaluates) at each and checkpoints every 5, so
+the cores stay free for the orchestration being measured. 10 variants x runs/10 seeds in the
+main phase, after a preflight and a pilot of one step of the control.
 
 Per size, for the main phase (from its first submission to its last accepted record):
 
@@ -150,7 +151,7 @@ def measure(
     loop.env["PREFECT_WORKER_QUERY_SECONDS"] = str(args.query_seconds)
     loop.env["ABLATE_SIGNING_KEY"] = "bench-key"
     for number in range(workers):
-        loop.worker(f"host-{number}", "cpu")
+        loop.worker(f"host-{number}", "cpu", program=args.worker)
     path = folder / "plan.yaml"
     store = f"s3://{BUCKET}/scale-{folder.name}"
     path.write_text(yaml.safe_dump(plan(store, endpoint, args.runs, args.run_seconds)))
@@ -261,6 +262,13 @@ def main() -> None:
         default=10.0,
         help="PREFECT_WORKER_QUERY_SECONDS of the workers (Prefect's default: 10)",
     )
+    parser.add_argument(
+        "--worker",
+        choices=["ablate", "prefect"],
+        default="ablate",
+        help="each host's worker: `ablate worker` (runs forked from a warm server) or "
+        "`prefect worker start` (an interpreter per run)",
+    )
     parser.add_argument("--json", type=Path, help="append each size's figures here (JSON lines)")
     parser.add_argument("--keep", action="store_true", help="keep the folders (logs) for a look")
     args = parser.parse_args()
@@ -283,7 +291,8 @@ def main() -> None:
                 with serve(folder, url) as loop:
                     figures = measure(loop, folder, endpoint, workers, args, pid)
                 figures = {"database": database, "run_seconds": args.run_seconds,
-                           "query_seconds": args.query_seconds, **figures}  # fmt: skip
+                           "query_seconds": args.query_seconds, "worker": args.worker,
+                           **figures}  # fmt: skip
                 print(json.dumps(figures), flush=True)
                 if args.json:
                     with args.json.open("a") as out:

@@ -2,8 +2,8 @@
 
 Everything real and on loopback (`tests.flows.work_pool`): a Prefect server on a throwaway
 PostgreSQL database, the `gpus` pool with a second work queue of higher priority, three
-`prefect worker start` processes posing as hosts of one device each (two with `--limit 1`, as
-the docs say; one misconfigured with `--limit 2`), moto's S3 server as the store, and two
+workers posing as hosts of one device each (two `ablate worker --limit 1`, as the docs say; one
+`prefect worker start --limit 2`, misconfigured), moto's S3 server as the store, and two
 `ablate run --pool` campaigns of a command that mostly sleeps (`bench/sleepy_run.py`), started
 together: `alpha` with `--queue urgent`, `beta` on the default queue, each with `--devices 2`,
 so four runs want three devices.
@@ -99,7 +99,9 @@ def test_two_campaigns_share_three_workers_each_within_its_share(
     assert priorities["urgent"] < priorities["default"], priorities  # taken first
     loopback.worker("host-a", "cpu")
     loopback.worker("host-b", "cpu")
-    loopback.worker("host-c", "cpu", limit=2)  # one device, two flow runs: the lock decides
+    # One device, two flow runs: the lock decides. Prefect's own worker, as a host that kept
+    # `prefect worker start` would run it: both kinds of worker serve one pool.
+    loopback.worker("host-c", "cpu", limit=2, program="prefect")
     queues = {"alpha": "urgent", "beta": "default"}
     campaigns, outs = {}, {}
     started = time.monotonic()

@@ -2,7 +2,7 @@
 
 Everything on loopback: `prefect server start` on a throwaway PostgreSQL cluster (as a team
 runs its server; `tests/postgres.py`), the pool and the `run/gpus` deployment
-from prefect.yaml (`prefect deploy --all`), two `prefect worker start` processes posing as two
+from prefect.yaml (`prefect deploy --all`), two `ablate worker` processes posing as two
 GPU hosts (distinct ABLATE_HOST and lock folders), and the moto S3 server as the shared store.
 """
 

@@ -98,16 +98,21 @@ class Loopback:
         )
         assert result.returncode == 0, result.stdout + result.stderr
 
-    def worker(self, host: str, devices: str, limit: int = 1) -> None:
-        """A worker posing as a host of `devices`, taking at most `limit` flow runs at once."""
+    def worker(self, host: str, devices: str, limit: int = 1, program: str = "ablate") -> None:
+        """A worker posing as a host of `devices`, taking at most `limit` flow runs at once:
+        `ablate worker` (flow runs forked from a warm server), or with `program="prefect"`
+        Prefect's own `prefect worker start` (a new interpreter per flow run)."""
         env = {
             **self.env,
             "ABLATE_HOST": host,
             "ABLATE_DEVICES": devices,
             "ABLATE_SLOT_DIR": str(self.home / f"slots-{host}"),
         }
-        command = [*PREFECT, "worker", "start", "--pool", POOL, "--limit", str(limit)]
-        command += ["--name", host]
+        if program == "ablate":
+            command = [sys.executable, "-m", "ablations.cli", "worker", "--pool", POOL]
+        else:
+            command = [*PREFECT, "worker", "start", "--pool", POOL]
+        command += ["--limit", str(limit), "--name", host]
         self.workers[host] = self.start(command, env, f"worker-{host}.log")
 
     def log(self, name: str) -> str:

@@ -1,0 +1,85 @@
+"""The flow runs of `ablate worker`: forked from a server that has Prefect imported, not started.
+
+`prefect worker start` starts each flow run as a new interpreter (`python -m prefect.engine`,
+by default behind Prefect's supervisor: a second one). On a host that is 1.3 to 2.4 CPU s of
+imports and 2 to 5 s before the run is Running, then 1 to 2 s of interpreter shutdown after
+its Completed state while the worker's slot stays taken (docs/performance.md, "Beyond one
+machine"). `ablate worker` (`flows.host_worker`) starts multiprocessing's fork server once,
+with this module preloaded: Prefect's engine, the `run` flow, ablate's host side and the
+store's S3 client are imported there, once per host. Each flow run is a process forked from
+it that runs Prefect's own engine entry point (`python -m prefect.engine`'s `__main__`, so
+the engine is Prefect's, whatever its version), then exits without an interpreter's shutdown:
+multiprocessing ends a child with `os._exit` after `threading._shutdown`, which runs the
+exit hooks of Prefect's log and event services, so the run's last logs and events are sent.
+
+Forking is safe here: importing these modules starts no thread and opens no connection (the
+server forks before any client exists), and nothing here touches CUDA: a run on a CUDA slot
+starts its own slot worker (`ablations.workers.worker`), which picks its card before torch
+initialises it. Only multiprocessing's fork server imports this module as a preload; a run's
+process imports it again only to find `run_engine` (already loaded: no cost).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import runpy
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Mapping
+
+import prefect.context
+import prefect.engine  # imported once here, run as __main__ per flow run below
+import prefect.flow_engine
+import s3fs  # noqa: F401  (a pool's store is S3: its client's imports are half of the host side's)
+
+import flows.run  # noqa: F401  (the deployment's entry point, and ablate's host side)
+
+# What is loaded so far lives as long as the server and every run: out of the garbage
+# collector's reach, so a run's collections do not walk (and so copy) the server's pages.
+gc.freeze()
+
+
+def run_engine(
+    flow_run_id: str, environment: Mapping[str, str | None], working_dir: str | None
+) -> None:
+    """Run one flow run in this forked process, as `python -m prefect.engine` would.
+
+    `environment` is the flow run's job configuration's (Prefect's settings, the flow run's
+    id, the pool's and deployment's variables): applied over the worker's environment, which
+    this process inherited, then Prefect's settings are read again from it. The run works in
+    `working_dir`, or as Prefect's process worker does without one, in a temporary folder
+    removed after it. The engine's exit code becomes this process's (`SystemExit`, which
+    multiprocessing turns into the code)."""
+    for key, value in environment.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    os.environ["PREFECT__FLOW_RUN_ID"] = flow_run_id
+    _refresh_settings()
+    sys.argv = [sys.argv[0], flow_run_id]
+    scratch = None if working_dir else tempfile.mkdtemp(suffix="prefect")
+    os.chdir(working_dir or scratch or ".")
+    try:
+        with warnings.catch_warnings():
+            # runpy's note that the module it runs as __main__ is imported already: it is,
+            # on purpose (above); its body only defines what the main block calls.
+            warnings.filterwarnings("ignore", "'prefect.engine' found", RuntimeWarning)
+            runpy.run_module("prefect.engine", run_name="__main__", alter_sys=True)
+    finally:
+        if scratch is not None:
+            os.chdir("/")
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _refresh_settings() -> None:
+    """Prefect's root settings from this process's environment (the server read them as it
+    imported Prefect, before the flow run's variables were applied)."""
+    refresh = getattr(prefect.context, "refresh_global_settings_context", None)
+    if refresh is not None:
+        refresh()
+    else:  # pragma: no cover - Prefect before 3.9 names no refresh
+        prefect.context.GLOBAL_SETTINGS_CONTEXT = prefect.context.root_settings_context()
