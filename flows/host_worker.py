@@ -15,6 +15,7 @@ run on average).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import signal
@@ -33,6 +34,8 @@ from prefect.workers.process import (
     ProcessWorker,
     ProcessWorkerResult,
 )
+
+from ablations.text.say import say
 
 _PRELOAD = "flows.engine_fork"
 _WAITERS = anyio.CapacityLimiter(1024)
@@ -93,12 +96,28 @@ class HostWorker(ProcessWorker):
         self._processes[pid] = process
         if task_status is not None:
             task_status.started(pid)
-        try:
-            await anyio.to_thread.run_sync(process.join, limiter=_WAITERS)
-        finally:
-            self._processes.pop(pid, None)
+        # Abandoned, not awaited, when the worker stops: `stop_runs` then ends the process.
+        await anyio.to_thread.run_sync(process.join, limiter=_WAITERS, abandon_on_cancel=True)
+        self._processes.pop(pid, None)
         code = process.exitcode
         return ProcessWorkerResult(status_code=-1 if code is None else code, identifier=str(pid))
+
+    def stop_runs(self, grace_s: float) -> int:
+        """SIGTERM to every run still in flight as the worker stops, SIGKILL to those alive
+        `grace_s` later; how many there were. The campaign sees their heartbeats stop and
+        submits them again (to another host, or this one restarted), from their last
+        checkpoint."""
+        alive = [p for p in self._processes.values() if p.is_alive()]
+        for process in alive:
+            _signal(process, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for process in alive:
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in alive:
+            if process.is_alive():
+                _signal(process, signal.SIGKILL)
+                process.join(5)
+        return len(alive)
 
     async def kill_infrastructure(
         self,
@@ -112,24 +131,47 @@ class HostWorker(ProcessWorker):
         process = self._processes.get(pid)
         if process is None or not process.is_alive():
             raise InfrastructureNotFound(f"flow run process {pid} is not this worker's")
-        os.kill(pid, signal.SIGTERM)
+        _signal(process, signal.SIGTERM)
         deadline = time.monotonic() + grace_seconds
         while process.is_alive() and time.monotonic() < deadline:
             await anyio.sleep(0.1)
         if process.is_alive():
-            os.kill(pid, signal.SIGKILL)
+            _signal(process, signal.SIGKILL)
+
+
+def _signal(process: BaseProcess, signum: int) -> None:
+    if process.pid is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signum)
+
+
+STOP_GRACE_SECONDS = 30.0
+"""How long the runs in flight have to save and stop once the worker is told to stop."""
 
 
 def serve_pool(
     pool: str, *, queues: list[str], limit: int, name: str, query_seconds: float
 ) -> None:
-    """Take the pool's runs until interrupted (Ctrl-C or SIGTERM end it, Prefect's way)."""
+    """Take the pool's runs until interrupted. Ctrl-C or SIGTERM end it the same way (the
+    command's `interrupted`, exit 130): the runs in flight are told to stop (`stop_runs`)."""
     from prefect.settings import PREFECT_WORKER_QUERY_SECONDS, temporary_settings
 
+    worker = HostWorker(work_pool_name=pool, work_queues=queues or None, name=name, limit=limit)
+
     async def serve() -> None:
-        worker = HostWorker(work_pool_name=pool, work_queues=queues or None, name=name, limit=limit)
         await worker.warm()
         await worker.start()
 
-    with temporary_settings(updates={PREFECT_WORKER_QUERY_SECONDS: query_seconds}):
-        anyio.run(serve)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with temporary_settings(updates={PREFECT_WORKER_QUERY_SECONDS: query_seconds}):
+            anyio.run(serve)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        stopped = worker.stop_runs(STOP_GRACE_SECONDS)
+        if stopped:
+            say(f"{name}: {stopped} run(s) in flight stopped; their campaigns submit them again")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # the worker's stop, whether from a terminal or a service manager

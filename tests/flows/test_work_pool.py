@@ -85,9 +85,13 @@ def _plant_a_forged_result(plan: Path, endpoint: str, prefix: str, key: str) -> 
     return run.run_id
 
 
-def test_runs_land_on_both_workers_and_a_killed_workers_run_resumes_on_the_other(
-    loopback: Loopback, s3_endpoint: str, tmp_path: Path, tiny_plan: dict[str, Any]
+@pytest.mark.parametrize("loss", ["killed", "stopped"])
+def test_runs_land_on_both_workers_and_a_lost_workers_run_resumes_on_the_other(
+    loopback: Loopback, s3_endpoint: str, tmp_path: Path, tiny_plan: dict[str, Any], loss: str
 ) -> None:
+    """`killed`: the host's worker and its runs SIGKILLed, as a host losing power. `stopped`:
+    `ablate worker` sent SIGTERM, as a service manager stops it: it stops its run in flight
+    and exits at once, saying so."""
     tiny_plan["factors"] = {"width": {"category": "essential", "levels": [8]}}
     tiny_plan["seeds"] = [0]
     # Seconds of training per main run, committed every 300 steps: a kill lands mid-run.
@@ -137,7 +141,13 @@ def test_runs_land_on_both_workers_and_a_killed_workers_run_resumes_on_the_other
     # pilot and the first main commit took over 200 s (60 s unloaded).
     found = _wait_for(running_main_run, 420, "a main run's first checkpoint")
     victim, lost_attempt, victim_host = found
-    kill_tree(loopback.workers[victim_host])
+    worker = loopback.workers[victim_host]
+    if loss == "killed":
+        kill_tree(worker)
+    else:
+        worker.terminate()
+        assert worker.wait(timeout=60) == 130, loopback.log(f"worker-{victim_host}.log")
+        assert "1 run(s) in flight stopped" in loopback.log(f"worker-{victim_host}.log")
     survivor = ({"host-a", "host-b"} - {victim_host}).pop()
 
     assert campaign.wait(timeout=420) == 0, loopback.log("campaign.log")[-4000:]
