@@ -6,23 +6,30 @@ a process forked from a fork server that has Prefect, the `run` flow and the sto
 imported (`flows.engine_fork`). What a run no longer pays on its host: 1.3 to 2.4 CPU s of
 imports, 2 to 5 s before it is Running and 1 to 2 s of shutdown with the worker's slot held.
 
-Two defaults differ from `prefect worker start`, both from the host's devices: the worker
-takes at most as many runs at once as `ABLATE_DEVICES` has slots (a worker with a larger
-`--limit` holds runs that wait for a device here while another host may be idle), and asks
-for runs every second (`--query-seconds`; Prefect's default of 10 s is 5 s of waiting per
-run on average).
+It takes at most as many runs at once as `ABLATE_DEVICES` has slots (a worker with a larger
+`--limit` holds runs that wait for a device here while another host may be idle), and asks for
+runs when it could take one (`HostWorker.get_and_submit_flow_runs`): never while every slot is
+busy (Prefect's worker asks every interval regardless: with 16 busy hosts polling every
+second, 30 requests per 30 s run), every `--query-seconds` (1 s) while a slot is idle, and
+every `TICK_SECONDS` for `EAGER_SECONDS` after a run ends, when its campaign is about to submit
+the next one (it does as soon as it sees the end: the slot is taken again within a fraction
+of a second, not half a query interval later).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import math
 import multiprocessing as mp
 import os
 import signal
 import time
+from dataclasses import dataclass
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
 from typing import Any
+from uuid import UUID
 
 import anyio
 import anyio.abc
@@ -38,6 +45,13 @@ from prefect.workers.process import (
 from ablations.text.say import say
 
 _PRELOAD = "flows.engine_fork"
+TICK_SECONDS = 0.2
+"""How often the worker considers asking for runs (a tick asks nothing unless a slot is free)."""
+CANCEL_CHECK_SECONDS = 5.0
+"""How often a host with runs in flight asks whether one was cancelled (one request)."""
+EAGER_SECONDS = 5.0
+"""After a run ends: ask at every tick for this long (its campaign submits the next run once
+it has seen the end, read the result and accepted the next attempt: about a second)."""
 _WAITERS = anyio.CapacityLimiter(1024)
 """Threads that wait for a run's process to end: one per run in flight, never the bound
 (anyio's default limiter, 40 threads, is shared with the worker's own calls)."""
@@ -48,6 +62,38 @@ def fork_context() -> BaseContext:
     context = mp.get_context("forkserver")
     context.set_forkserver_preload([_PRELOAD])
     return context
+
+
+@dataclass
+class PollPolicy:
+    """When a host asks the server for runs: only with a slot free; then every
+    `query_seconds`, or at every tick for `EAGER_SECONDS` after one of its runs ended."""
+
+    query_seconds: float
+    asked_at: float = -math.inf
+    run_ended_at: float = -math.inf
+    cancel_checked_at: float = -math.inf
+
+    def due(self, now: float, slot_free: bool) -> bool:
+        """Whether to ask now (and if so, the ask is counted as made at `now`)."""
+        if not slot_free:
+            return False
+        eager = now - self.run_ended_at < EAGER_SECONDS
+        if not eager and now - self.asked_at < self.query_seconds:
+            return False
+        self.asked_at = now
+        return True
+
+    def run_ended(self, now: float) -> None:
+        self.run_ended_at = now
+
+    def cancel_check_due(self, now: float) -> bool:
+        """Whether to read the states of the runs in flight for a cancellation now: every
+        `CANCEL_CHECK_SECONDS`, and only while runs are in flight (the caller's test)."""
+        if now - self.cancel_checked_at < CANCEL_CHECK_SECONDS:
+            return False
+        self.cancel_checked_at = now
+        return True
 
 
 class HostWorker(ProcessWorker):
@@ -64,10 +110,25 @@ class HostWorker(ProcessWorker):
         # Registered apart from Prefect's `process` worker, whose pools it still serves.
         return "ablate-host"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, query_seconds: float = 1.0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._context = fork_context()
         self._processes: dict[int, BaseProcess] = {}
+        self._by_flow_run: dict[UUID, BaseProcess] = {}
+        self.polls = PollPolicy(query_seconds)
+
+    async def get_and_submit_flow_runs(self) -> list[FlowRun]:
+        """Ask for runs (Prefect's poll) only when `PollPolicy` says so; called every
+        `TICK_SECONDS` (`serve_pool` sets Prefect's query interval to it)."""
+        if self._by_flow_run and self.polls.cancel_check_due(time.monotonic()):
+            self._runs_task_group.start_soon(self._cancel_those_cancelling)  # type: ignore[union-attr]
+        limiter = self._limiter
+        free = limiter is None or limiter.available_tokens >= 1
+        if not self.polls.due(time.monotonic(), free):
+            # Alive and deciding, for Prefect's healthcheck (it reads when the worker polled).
+            self._last_polled_time = datetime.datetime.now(datetime.timezone.utc)
+            return []
+        return await super().get_and_submit_flow_runs()
 
     async def warm(self) -> None:
         """Start the fork server now: its imports are paid before the first run, not in it."""
@@ -94,11 +155,14 @@ class HostWorker(ProcessWorker):
         if pid is None:  # pragma: no cover - start() returns with a pid or raises
             raise RuntimeError(f"flow run {flow_run.id}: its process did not start")
         self._processes[pid] = process
+        self._by_flow_run[flow_run.id] = process
         if task_status is not None:
             task_status.started(pid)
         # Abandoned, not awaited, when the worker stops: `stop_runs` then ends the process.
         await anyio.to_thread.run_sync(process.join, limiter=_WAITERS, abandon_on_cancel=True)
         self._processes.pop(pid, None)
+        self._by_flow_run.pop(flow_run.id, None)
+        self.polls.run_ended(time.monotonic())
         code = process.exitcode
         return ProcessWorkerResult(status_code=-1 if code is None else code, identifier=str(pid))
 
@@ -119,6 +183,55 @@ class HostWorker(ProcessWorker):
                 process.join(5)
         return len(alive)
 
+    async def _cancel_those_cancelling(self) -> None:
+        """Stop this host's runs that were cancelled (in the UI): one request for all. Prefect's
+        worker watches only the runs it has not started yet (a started one is its engine's, over
+        a control channel a forked run has not)."""
+        from prefect.client.schemas.filters import (
+            FlowRunFilter,
+            FlowRunFilterId,
+            FlowRunFilterState,
+            FlowRunFilterStateName,
+        )
+
+        ids = list(self._by_flow_run)
+        if not ids:
+            return
+        try:
+            cancelling = await self.client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(
+                    id=FlowRunFilterId(any_=ids),
+                    state=FlowRunFilterState(name=FlowRunFilterStateName(any_=["Cancelling"])),
+                )
+            )
+        except Exception:  # the server is away: the next check asks again
+            return
+        for flow_run in cancelling:
+            await self._cancel_run(flow_run.id)
+
+    async def _cancel_run(self, flow_run_id: UUID) -> None:
+        """A flow run cancelled (in the UI) while its process runs here: stop the process,
+        then mark the run Cancelled. Prefect's own worker leaves a started run to its
+        engine's control channel, which a forked run has not; a run not started here is
+        Prefect's case."""
+        process = self._by_flow_run.get(flow_run_id)
+        if process is None or not process.is_alive():
+            await super()._cancel_run(flow_run_id)
+            return
+        await self._stop(process, STOP_GRACE_SECONDS)
+        flow_run = await self.client.read_flow_run(flow_run_id)
+        await self._mark_flow_run_as_cancelled(
+            flow_run, state_updates={"message": f"Cancelled: {self.name} stopped its process."}
+        )
+
+    async def _stop(self, process: BaseProcess, grace_s: float) -> None:
+        _signal(process, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while process.is_alive() and time.monotonic() < deadline:
+            await anyio.sleep(0.1)
+        if process.is_alive():
+            _signal(process, signal.SIGKILL)
+
     async def kill_infrastructure(
         self,
         infrastructure_pid: str,
@@ -131,12 +244,7 @@ class HostWorker(ProcessWorker):
         process = self._processes.get(pid)
         if process is None or not process.is_alive():
             raise InfrastructureNotFound(f"flow run process {pid} is not this worker's")
-        _signal(process, signal.SIGTERM)
-        deadline = time.monotonic() + grace_seconds
-        while process.is_alive() and time.monotonic() < deadline:
-            await anyio.sleep(0.1)
-        if process.is_alive():
-            _signal(process, signal.SIGKILL)
+        await self._stop(process, grace_seconds)
 
 
 def _signal(process: BaseProcess, signum: int) -> None:
@@ -156,7 +264,13 @@ def serve_pool(
     command's `interrupted`, exit 130): the runs in flight are told to stop (`stop_runs`)."""
     from prefect.settings import PREFECT_WORKER_QUERY_SECONDS, temporary_settings
 
-    worker = HostWorker(work_pool_name=pool, work_queues=queues or None, name=name, limit=limit)
+    worker = HostWorker(
+        work_pool_name=pool,
+        work_queues=queues or None,
+        name=name,
+        limit=limit,
+        query_seconds=query_seconds,
+    )
 
     async def serve() -> None:
         await worker.warm()
@@ -164,7 +278,7 @@ def serve_pool(
 
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        with temporary_settings(updates={PREFECT_WORKER_QUERY_SECONDS: query_seconds}):
+        with temporary_settings(updates={PREFECT_WORKER_QUERY_SECONDS: TICK_SECONDS}):
             anyio.run(serve)
     finally:
         signal.signal(signal.SIGTERM, previous)
