@@ -157,27 +157,40 @@ def require_pool(settings: PoolSettings) -> None:
             f"--pool {settings.pool}: set PREFECT_API_URL to the Prefect server the pool's "
             "workers talk to (a temporary local server is unreachable from other hosts)"
         )
+    # Each read rides through the server's failures (a 500 under load once ended a campaign of
+    # 16 hosts here at its first call); a 404 is the answer, and is said as bad input.
     with get_client(sync_client=True) as client:
         try:
-            client.read_work_pool(settings.pool)
+            ride_api(f"reading pool {settings.pool}", lambda: client.read_work_pool(settings.pool))
         except ObjectNotFound:
-            known = [p.name for p in client.read_work_pools()]
+            known = [p.name for p in ride_api("listing work pools", client.read_work_pools)]
             raise InputError(
                 f"--pool {settings.pool}: no such work pool on {PREFECT_API_URL.value()} "
                 f"(pools: {', '.join(known) or 'none'})"
             ) from None
         if settings.queue is not None:
+            queue = settings.queue
             try:
-                client.read_work_queue_by_name(settings.queue, work_pool_name=settings.pool)
+                ride_api(
+                    f"reading work queue {queue}",
+                    lambda: client.read_work_queue_by_name(queue, work_pool_name=settings.pool),
+                )
             except ObjectNotFound:
-                queues = [q.name for q in client.read_work_queues(work_pool_name=settings.pool)]
+                found = ride_api(
+                    "listing work queues",
+                    lambda: client.read_work_queues(work_pool_name=settings.pool),
+                )
+                queues = [q.name for q in found]
                 raise InputError(
-                    f"--queue {settings.queue}: no such work queue in pool {settings.pool} "
+                    f"--queue {queue}: no such work queue in pool {settings.pool} "
                     f"(queues: {', '.join(queues)}); create it with `prefect work-queue create "
-                    f"{settings.queue} --pool {settings.pool}`"
+                    f"{queue} --pool {settings.pool}`"
                 ) from None
         try:
-            client.read_deployment_by_name(settings.deployment)
+            ride_api(
+                f"reading deployment {settings.deployment}",
+                lambda: client.read_deployment_by_name(settings.deployment),
+            )
         except ObjectNotFound:
             raise InputError(
                 f"--pool {settings.pool}: no deployment {settings.deployment!r}; create it with "
