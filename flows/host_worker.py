@@ -58,7 +58,10 @@ _WAITERS = anyio.CapacityLimiter(1024)
 
 
 def fork_context() -> BaseContext:
-    """The fork server the worker's flow runs are forked from, Prefect preloaded in it."""
+    """The fork server the worker's flow runs are forked from, Prefect preloaded in it (where
+    there is no fork server, Windows, each run is spawned: it imports Prefect itself)."""
+    if "forkserver" not in mp.get_all_start_methods():  # pragma: no cover - Linux and macOS have it
+        return mp.get_context("spawn")
     context = mp.get_context("forkserver")
     context.set_forkserver_preload([_PRELOAD])
     return context
@@ -134,7 +137,8 @@ class HostWorker(ProcessWorker):
         """Start the fork server now: its imports are paid before the first run, not in it."""
         from multiprocessing import forkserver
 
-        await anyio.to_thread.run_sync(forkserver.ensure_running)
+        if self._context.get_start_method() == "forkserver":
+            await anyio.to_thread.run_sync(forkserver.ensure_running)
 
     async def run(
         self,
