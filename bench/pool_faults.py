@@ -18,8 +18,8 @@ been accepted (so runs are in flight), one fault:
   and started again on the same port and data;
 - `s3`: every connection to the store cut for `--s3-down-seconds`, then let through again;
 - `server-gone`: the Prefect server stopped for good: the campaign must end within its
-  outage (`ABLATE_API_OUTAGE_SECONDS`, 30 s here) plus Prefect's own retries, exit 1, with
-  one `error: the Prefect server ...` line.
+  outage (`ABLATE_API_OUTAGE_SECONDS`, 30 s here) plus `GONE_SLACK_S`, exit 1, with one
+  `error: the Prefect server ...` line, its last.
 
 Each campaign is checked, and the checks printed: it exits 0; its decision (the report's
 sentence, the gate's decision and every look's verdicts) equals the undisturbed campaign's;
@@ -61,6 +61,10 @@ FAULTS = ("workers", "server", "postgres", "s3", "server-gone")
 GONE_OUTAGE_S = 30
 """`server-gone`: the outage the campaign rides through (ABLATE_API_OUTAGE_SECONDS) before
 its one line: short, so the bench does not wait the default 120 s."""
+GONE_SLACK_S = 45
+"""`server-gone`: what the end may take past the outage: the last backoff of a call riding it
+(at most 15 s), its last try, the engine's one refused report of the failed flow, the exit
+(34 s in all past the fault on the loaded 2-core machine, for a 30 s outage)."""
 KILLED = 4
 """Workers killed at once (the issue's 4 of 16 hosts)."""
 BUSY_WAIT_S = 120.0
@@ -222,13 +226,13 @@ def campaign(fault: str | None, args: argparse.Namespace, cluster: PostgresClust
 
 
 def gone_checks(figures: dict[str, Any]) -> dict[str, bool]:
-    """A server gone for good: exit 1 with one line naming it, within the outage ridden
-    through plus Prefect's own retries (about a minute) and a poll."""
+    """A server gone for good: exit 1 with one line naming it, its last, within the outage
+    ridden through plus `GONE_SLACK_S`."""
     line = figures.get("failed", "")
     return {
         "exit 1": figures["exit"] == 1,
         "one line": line.startswith("error: the Prefect server"),
-        "bounded": (figures["after_fault_s"] or 0) < GONE_OUTAGE_S + 120,
+        "bounded": (figures["after_fault_s"] or 0) < GONE_OUTAGE_S + GONE_SLACK_S,
     }
 
 

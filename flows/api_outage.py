@@ -15,16 +15,27 @@ route alike). Retrying here is safe: a submission carries an idempotency key (a 
 returns the flow run the first created), the reads change nothing, and a state forced twice is
 the same state.
 
+Our tries run without Prefect's retries (`no_client_retries`): with them, each try of ours was a
+whole round of theirs on a client that had connected (66 to 71 s of refused connections), so a
+30 s outage setting ended after 70 s. And once a call of ours gives up, the campaign's own
+settings context (`retries_until_gone`, entered by `ablate run`) drops Prefect's retries for the
+rest of the process: the engine then reports the failed flow to the dead server in one refused
+request, not after two more rounds of a minute each (the bench's `server-gone`: 216 s after the
+fault before, for a 30 s setting).
+
     flow_run = ride_api("submitting control seed 0", lambda: run_deployment(...))
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TypeVar
 
 import httpx
-from prefect.settings import PREFECT_API_URL
+from prefect.context import SettingsContext, get_settings_context
+from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, temporary_settings
 
 from ablations.checkpoint.outage import ride_out, seconds_from_env
 from ablations.errors import ApiUnreachable
@@ -35,13 +46,61 @@ DEFAULT_API_OUTAGE_SECONDS = 120.0
 """A server restarted (10 to 30 s to answer again on a migrated database), its database
 restarted: a minute or two. Longer, and a server that is gone keeps the command waiting; the
 runs in flight go on and the rerun takes their results from the store. A call may take a
-minute more than this: Prefect's client retries inside each of our tries."""
+few seconds more than this: the last try, and the engine's one refused report after it."""
 CHAIN_DEPTH = 8
 """How far down the chain of causes an `ApiUnreachable` is looked for."""
 SERVER_FAILED = frozenset({408, 429})
 """Answers besides the 5xx that are the server failing, not answering: a timeout, a limit."""
 
 T = TypeVar("T")
+
+
+class _CampaignApi:
+    """A campaign's view of the server: its own settings context, and whether a call of its
+    gave up on the server (then the server is gone for all of them)."""
+
+    def __init__(self, settings: SettingsContext) -> None:
+        self.settings = settings
+        self.gone: ApiUnreachable | None = None
+        """The first call's give-up: the campaign's one line, whichever call ends it."""
+
+    def give_up(self, unreachable: ApiUnreachable) -> None:
+        """Whatever the campaign's process asks the server from now on (the engine reporting
+        the failed flow, a call of ours still riding) ends at its first failure."""
+        if self.gone is None:
+            self.gone = unreachable
+        self.settings.settings = self.settings.settings.copy_with_update(
+            updates={PREFECT_CLIENT_MAX_RETRIES: 0}
+        )
+
+
+_CAMPAIGN: ContextVar[_CampaignApi | None] = ContextVar("ablate_campaign_api", default=None)
+"""What `retries_until_gone` entered (None outside one): the flow's thread and its tasks'
+threads copy the context, so each sees this one object."""
+
+
+@contextmanager
+def no_client_retries() -> Iterator[None]:
+    """Prefect's client without its own retries in this block: `ride_api` is the retry policy."""
+    with temporary_settings(updates={PREFECT_CLIENT_MAX_RETRIES: 0}):
+        yield
+
+
+@contextmanager
+def retries_until_gone() -> Iterator[None]:
+    """A settings context of the campaign's own, as the current one: Prefect's client retries
+    as configured (the engine's requests ride a server restart's refused connections and 503s
+    on them) until a call of ours gives up on the server (`ride_api`), none after, in every
+    thread that copied this context (the flow's, its tasks'); and each call of ours still
+    riding then gives up at its next failure, not at the end of its own outage."""
+    current = get_settings_context()
+    own = SettingsContext(profile=current.profile, settings=current.settings)
+    with own:
+        token = _CAMPAIGN.set(_CampaignApi(own))
+        try:
+            yield
+        finally:
+            _CAMPAIGN.reset(token)
 
 
 def api_outage_seconds() -> float:
@@ -76,7 +135,24 @@ def ride_api(what: str, call: Callable[[], T], seconds: float | None = None) -> 
             "in flight go on, and a rerun with the same --out takes their results"
         )
 
-    return ride_out(f"Prefect API {server}: {what}", call, limit, server_failed, unreachable)
+    campaign = _CAMPAIGN.get()
+
+    def once() -> T:
+        try:
+            with no_client_retries():
+                return call()
+        except Exception as exc:
+            gone = campaign.gone if campaign is not None else None
+            if gone is None or not server_failed(exc):
+                raise
+            raise ApiUnreachable(str(gone)) from exc  # the first call's line, naming the setting
+
+    try:
+        return ride_out(f"Prefect API {server}: {what}", once, limit, server_failed, unreachable)
+    except ApiUnreachable as exc:
+        if campaign is not None:
+            campaign.give_up(exc)
+        raise
 
 
 def server_lost(exc: BaseException) -> ApiUnreachable | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextvars
-import logging
 import os
 import signal
 import sys
@@ -355,9 +354,9 @@ def _run_campaign(
 ) -> int:
     from prefect.task_runners import ThreadPoolTaskRunner
 
-    from flows.api_outage import server_lost
+    from flows.api_outage import retries_until_gone, server_lost
     from flows.campaign import campaign_flow
-    from flows.environment import quiet_dropped_items, quiet_run_failures
+    from flows.environment import forget_the_server, quiet_dropped_items, quiet_run_failures
     from flows.local_server import campaign_api
 
     quiet_run_failures(keep_lines=server is None)  # this command reports the cause
@@ -368,7 +367,9 @@ def _run_campaign(
         flow_run_name=admission.plan.campaign.id,
         task_runner=ThreadPoolTaskRunner(max_workers=len(executor.slots)),  # type: ignore[arg-type]
     )
-    with campaign_api(server):
+    # Prefect's client retries in the flow's engine until a call of ours gives up on the
+    # server, none after: its reports of the failed flow to a server gone end at once.
+    with campaign_api(server), retries_until_gone():
         # The flow returns a state: its data (the manifest the results step wrote) when it
         # completed; the error it carries (exit 2 for bad input) is raised otherwise. It runs
         # off the main thread, so SIGTERM reaches ablate's handler, not Prefect's.
@@ -390,9 +391,7 @@ def _run_campaign(
             lost = server_lost(exc) if server is None else None
             if lost is None:
                 raise
-            # Prefect's log worker writes each batch it fails to send to stderr, the last ones
-            # at exit, after the one line: the server is known gone, so they say nothing more.
-            logging.raiseExceptions = False
+            forget_the_server()
             if lost is exc:
                 raise
             raise lost from exc

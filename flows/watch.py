@@ -10,6 +10,7 @@ in flight, and a run's end seen 1 s late on average).
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ from uuid import UUID
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 from prefect.client.schemas.objects import State
+
+from flows.api_outage import no_client_retries
 
 GONE = "gone"
 """What a reading found of a flow run the server no longer has (deleted)."""
@@ -49,8 +52,11 @@ class FlowRunWatch:
         with self._changed:
             self._held[run] = self._held.get(run, 0) + 1
             if self._reader is None:
+                # In the first holder's context: its Prefect settings (the server, the
+                # campaign's own retries), which a new thread would not see.
+                context = contextvars.copy_context()
                 self._reader = threading.Thread(
-                    target=self._read, name="flow-run-watch", daemon=True
+                    target=context.run, args=(self._read,), name="flow-run-watch", daemon=True
                 )
                 self._reader.start()
         try:
@@ -78,7 +84,10 @@ class FlowRunWatch:
         """Read every held flow run's state, one request a period, until none is held; a
         failure outside a request (the client's start) ends the waits with it, not hangs them."""
         try:
-            self._read_while_held()
+            # A failed reading is each wait's to retry (`ride_api` around `next_state`): with
+            # Prefect's retries inside, one reading of a server gone took a minute.
+            with no_client_retries():
+                self._read_while_held()
         except Exception as exc:
             with self._changed:
                 self._error, self._reader = exc, None

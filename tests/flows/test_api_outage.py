@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 import pytest
 from prefect.client.orchestration import get_client
-from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, temporary_settings
 
 from ablations.errors import ApiUnreachable
-from flows.api_outage import API_OUTAGE_ENV, ride_api, server_lost
+from flows.api_outage import API_OUTAGE_ENV, retries_until_gone, ride_api, server_lost
 from flows.server_database import template_path
 from tests.flows.work_pool import Loopback, kill_tree, loopback_env
 from tests.postgres import PostgresCluster
@@ -93,6 +93,44 @@ def test_a_server_that_stays_down_ends_the_call_in_one_line(server: Loopback) ->
     assert "\n" not in line and server.env["PREFECT_API_URL"] in line
     assert "did not answer reading the work pools" in line and API_OUTAGE_ENV in line
     assert "ConnectError" in line
+
+
+@pytest.mark.slow
+@pytest.mark.long
+def test_a_client_that_had_connected_gives_up_within_the_outage(server: Loopback) -> None:
+    """Prefect retries a refused connection on a client that has connected (2, 4, 8... s: a
+    minute): inside one of our tries, that made a 30 s outage end after 70 s (issue 45)."""
+    with get_client(sync_client=True) as client:
+        client.read_work_pools()  # connected, as the flow-run watch's reader is
+        server.stop_server()
+        started = time.monotonic()
+        with pytest.raises(ApiUnreachable):
+            ride_api("reading the work pools", client.read_work_pools, seconds=3)
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.slow
+@pytest.mark.long
+def test_once_a_call_gave_up_the_campaigns_other_requests_fail_at_once(server: Loopback) -> None:
+    """Within `retries_until_gone` (`ablate run`'s campaign): after one call of ours gave up,
+    Prefect's own requests (the engine reporting the failed flow) and our other calls end at
+    their first refusal, not after a minute of retries or an outage of their own."""
+    configured = PREFECT_CLIENT_MAX_RETRIES.value()
+    assert configured > 0
+    with retries_until_gone(), get_client(sync_client=True) as client:
+        client.read_work_pools()  # connected: Prefect would retry a refusal for a minute
+        assert PREFECT_CLIENT_MAX_RETRIES.value() == configured
+        server.stop_server()
+        with pytest.raises(ApiUnreachable) as first:
+            ride_api("reading the work pools", _read_pools, seconds=2)
+        started = time.monotonic()
+        with pytest.raises(httpx.ConnectError):
+            client.read_work_pools()
+        with pytest.raises(ApiUnreachable) as then:
+            ride_api("reading them again", _read_pools, seconds=60)
+        assert time.monotonic() - started < 8
+        assert str(then.value) == str(first.value)  # the campaign's one line, the first call's
+    assert PREFECT_CLIENT_MAX_RETRIES.value() == configured  # the campaign's context ended
 
 
 @pytest.mark.slow
