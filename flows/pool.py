@@ -65,6 +65,7 @@ from ablations.run.records import PreflightReport, RunError, RunRecord, RunSpec
 from ablations.slots.devices import SlotSpec, parse_devices
 from ablations.text.say import say
 from flows.api_outage import ride_api
+from flows.settle import Unsettled
 from flows.watch import GONE, FlowRunWatch
 
 if TYPE_CHECKING:  # torch (the checkpoint state) never before a slot is pinned
@@ -212,6 +213,9 @@ class PoolExecutor:
         # it may still hold a device there (fenced: it commits nothing) beside the next.
         self.in_flight = threading.BoundedSemaphore(max(1, len(slots)))
         self._watch = FlowRunWatch(settings.poll_s)
+        # Flow runs whose result was taken from the store while the server still shows them
+        # unfinished: set Completed once it answers (at the next state read that succeeds).
+        self._unsettled = Unsettled()
 
     @classmethod
     def for_plan(
@@ -318,6 +322,7 @@ class PoolExecutor:
         in the folder already."""
         from ablations.results.write import write_results
 
+        self._unsettled.settle()  # a last try for the runs taken last
         return write_results(campaign)
 
     def terminate(self) -> None:
@@ -376,13 +381,17 @@ class PoolExecutor:
                     ),
                 )
                 assert isinstance(flow_run, FlowRun)  # sync call: no coroutine
-                problem = self._wait(flow_run.id, store, spec, attempt, kind)
+                problem, unfinished = self._wait(flow_run.id, store, spec, attempt, kind)
             error_type = "WorkerLost"
             sealed = attempt_result(store, spec, attempt)
             if sealed is not None:
                 try:
                     result = unseal(sealed, spec, kind, attempt, self._name(store, spec, attempt))
-                    return Outcome(take(attempt, result))
+                    taken = take(attempt, result)
+                    if unfinished:  # accepted: the UI must not show it Running for good
+                        self._unsettled.add(flow_run.id, spec.campaign_id)
+                        self._unsettled.settle()
+                    return Outcome(taken)
                 except UntrustedObject as exc:
                     problem, error_type = str(exc), "UntrustedResult"
             what = "refused" if error_type == "UntrustedResult" else "lost"
@@ -395,9 +404,10 @@ class PoolExecutor:
 
     def _wait(
         self, flow_run_id: Any, store: OutlastingStore, spec: RunSpec, attempt: str, kind: Kind
-    ) -> str:
+    ) -> tuple[str, bool]:
         """Until the flow run is final, its result is in the store, or its heartbeat or its
-        progress stops (`Liveness`); how it ended, in words.
+        progress stops (`Liveness`); how it ended, in words, and whether its result was found
+        while the server still showed it unfinished.
 
         A flow run Pending counts as running: its process has started on a host, and one that
         died there while the server was down (Prefect's first request of a new process is not
@@ -418,10 +428,13 @@ class PoolExecutor:
                     f"the state of flow run {flow_run_id}",
                     partial(self._watch.next_state, watched),
                 )
+                if self._unsettled:  # the server answered: its runs taken may be settled
+                    self._unsettled.settle()
                 if state == GONE:
-                    return f"flow run {flow_run_id} is no longer on the server (deleted)"
+                    return f"flow run {flow_run_id} is no longer on the server (deleted)", False
                 if isinstance(state, State) and state.is_final():
-                    return f"flow run {flow_run_id} ended {state.type.value}: {state.message}"
+                    ended = f"flow run {flow_run_id} ended {state.type.value}: {state.message}"
+                    return ended, False
                 running = isinstance(state, State) and (state.is_running() or state.is_pending())
                 now = time.monotonic()
                 if running == was_running and now - observed_at < every:
@@ -435,7 +448,7 @@ class PoolExecutor:
                     looked_at = now
                     if attempt_result(quick, spec, attempt) is not None:
                         where = state.type.value if isinstance(state, State) else "no state"
-                        return f"flow run {flow_run_id}: result committed (still {where})"
+                        return f"flow run {flow_run_id}: result committed (still {where})", True
                 progress = (
                     self._progress(quick, spec, attempt) if running and kind == "run" else None
                 )
@@ -453,7 +466,7 @@ class PoolExecutor:
                                 force=True,
                             ),
                         )
-                    return f"flow run {flow_run_id}: {message}"
+                    return f"flow run {flow_run_id}: {message}", False
 
     @staticmethod
     def _name(store: Store, spec: RunSpec, attempt: str) -> str:

@@ -228,7 +228,7 @@ def test_a_refused_result_is_recorded_untrusted_and_the_run_submitted_afresh(
         return FlowRun(flow_id=uuid.uuid4(), name=parameters["attempt"])
 
     monkeypatch.setattr(flows.pool, "run_deployment", run_deployment)
-    monkeypatch.setattr(PoolExecutor, "_wait", lambda *args: "ended COMPLETED")
+    monkeypatch.setattr(PoolExecutor, "_wait", lambda *args: ("ended COMPLETED", False))
     executor = PoolExecutor(PoolSettings("gpus", attempts=1, poll_s=0.01), [])
 
     record = executor.run(spec)
@@ -310,12 +310,12 @@ def test_a_campaign_never_has_more_flow_runs_out_than_its_slots_whatever_its_thr
             peak = max(peak, out)
         return FlowRun(flow_id=uuid.uuid4(), name=parameters["attempt"])
 
-    def wait(*_: Any) -> str:
+    def wait(*_: Any) -> tuple[str, bool]:
         nonlocal out
         time.sleep(0.2)  # the flow run queued, then running on a host
         with lock:
             out -= 1
-        return "ended COMPLETED"
+        return "ended COMPLETED", False
 
     monkeypatch.setattr(flows.pool, "run_deployment", run_deployment)
     monkeypatch.setattr(PoolExecutor, "_wait", wait)

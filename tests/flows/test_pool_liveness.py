@@ -58,7 +58,7 @@ def _wait_with_beats(tmp_path: Path, commit_steps: bool) -> tuple[str, str]:
             if commit_steps:  # progress: alive until the flow run ends by itself
                 threading.Timer(4.0, lambda: _complete(run.id)).start()
             executor = PoolExecutor(settings, [])
-            problem = executor._wait(run.id, OutlastingStore(store), spec, ATTEMPT, "run")
+            problem, _ = executor._wait(run.id, OutlastingStore(store), spec, ATTEMPT, "run")
         finally:
             stop.set()
             thread.join()
@@ -106,7 +106,7 @@ def test_the_store_is_read_for_liveness_at_its_own_pace_not_at_each_state_poll(
         threading.Timer(2.0, lambda: _complete(run.id)).start()
         settings = PoolSettings("gpus", poll_s=0.05, liveness_s=60)
         executor = PoolExecutor(settings, [])
-        problem = executor._wait(run.id, OutlastingStore(store), spec, ATTEMPT, "run")
+        problem, _ = executor._wait(run.id, OutlastingStore(store), spec, ATTEMPT, "run")
     assert "ended COMPLETED" in problem
     assert reads == ["beat"]  # pending (started), then running: not one per 0.05 s poll
 
@@ -141,7 +141,7 @@ def _left_by_an_outage(
         started = time.monotonic()
         try:
             executor = PoolExecutor(settings, [])
-            problem = executor._wait(run.id, OutlastingStore(store), spec, ATTEMPT, "run")
+            problem, _ = executor._wait(run.id, OutlastingStore(store), spec, ATTEMPT, "run")
         finally:
             guard.cancel()
         waited = time.monotonic() - started
