@@ -74,8 +74,14 @@ DROPPED = "Service %r failed to process item %r"
 
 
 def quiet_dropped_items() -> None:
-    """Shorten Prefect's lines about events and logs it could not send (`_DroppedItems`)."""
+    """Shorten Prefect's lines about events and logs it could not send (`_DroppedItems`), and
+    drop its log worker's own: for each batch of log lines it cannot send (the server down),
+    it writes "--- Error logging to API ---" and the error to stderr unless
+    `logging.raiseExceptions` is off, the error without a newline, so the next line (the
+    command's one `error:` line, when the server is gone) was glued to it (prefect 3.9,
+    `APILogWorker._handle_batch`). The campaign's own warnings say the server is down."""
     logging.getLogger("prefect._internal.concurrency").addFilter(_DroppedItems())
+    logging.raiseExceptions = False
 
 
 def quiet_run_failures(*, keep_lines: bool) -> None:
@@ -97,7 +103,6 @@ def forget_the_server() -> int:
     # Private in prefect 3.9: nothing public empties a service's queue (`drain` sends it all).
     from prefect._internal.concurrency.services import QueueService
 
-    logging.raiseExceptions = False  # the log worker prints each batch it fails to send
     # Every logger off, not only by level: Prefect's concurrency loggers ignore
     # `logging.disable` (prefect 3.9's `SafeLogger.isEnabledFor` reads its own setting).
     logging.disable(logging.CRITICAL)
