@@ -59,8 +59,8 @@ class Unsettled:
                     try:
                         state = client.read_flow_run(run).state
                         if state is None or not state.is_final():
-                            # Forced: Pending to Completed is refused otherwise, and the run's
-                            # own process, the one that could object, has ended.
+                            # Forced, as the campaign's Crashed for a lost attempt is: the
+                            # state is the campaign's finding, its run's process has ended.
                             client.set_flow_run_state(run, Completed(message=message), force=True)
                     except Exception as exc:
                         if server_failed(exc):
