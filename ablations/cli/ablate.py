@@ -139,7 +139,10 @@ def _plan(args: argparse.Namespace) -> int:
     from ablations.plan.runs import cost_warnings, planned_runs
     from ablations.text.units import hours, usd
 
-    plan = load_plan(args.plan)
+    # Found and read, as validate does, not imported: nothing printed here depends on the
+    # workload's code, and importing it cost torch's 2.5 s (a LoRA recipe's transformers: 6.5 s)
+    # on every call; `ablate run`'s slot workers import it before any run starts.
+    plan = load_plan(args.plan, workload="find")
     digest = plan_hash(plan)
     runs = planned_runs(plan, digest)
     totals = {

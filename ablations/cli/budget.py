@@ -112,7 +112,7 @@ def _budget(args: argparse.Namespace) -> int:
         from ablations.plan.io import load_plan
         from ablations.probe.sweep import for_plan
 
-        plan = load_plan(args.plan)
+        plan = load_plan(args.plan, workload="find")  # as `ablate plan`: nothing needs torch
         probe = for_plan(plan, args.plan, args.probe)
         assessment = assess_plan(plan, records=records, accepted=args.accepted, probe=probe)
     else:

@@ -395,9 +395,10 @@ def workload_problems(
 def param_limit_problems(plan: Plan, *, import_it: bool = True) -> list[Problem]:
     """The control's and each level's params outside the bounds the workload class declares
     (`PARAM_LIMITS`, `plan.section.ParamLimits`); none when it declares none. From the
-    imported module (`import_it`: the commands that import it anyway, plan), else read from
-    its source where it is written as constants (validate, a local run's admission: no torch;
-    limits only running could tell are the workload's own check, before it allocates)."""
+    imported module (`import_it`: a pool campaign's admission, which imports it anyway), else
+    read from its source where it is written as constants (validate, plan, a local run's
+    admission: no torch; limits only running could tell are the workload's own check, before
+    it allocates)."""
     module_name, _, attr = plan.workload.entry.partition(":")
     limits = None if import_it else _source_limits(module_name, attr)
     if limits is None and not import_it:
@@ -501,10 +502,10 @@ def _source_limits(module_name: str, attr: str) -> ParamLimits | None:
 
 def load_plan(path: str | Path, *, workload: WorkloadCheck = "import") -> Plan:
     """Read and validate the plan, then check every module its workload names: `import`
-    them (plan), only `find` them and read their source for the name (validate, and a command
-    whose slot workers import them anyway: this process stays free of torch and the user's
-    libraries), or `skip` the check (a finished folder read on a machine without the
-    workload)."""
+    them (a pool campaign's admission: its hosts import them elsewhere), only `find` them and
+    read their source for the name (validate, plan, budget, and a command whose slot workers
+    import them anyway: this process stays free of torch and the user's libraries), or `skip`
+    the check (a finished folder read on a machine without the workload)."""
     path = Path(path)
     source = str(path)
     plan = plan_from_text(read_plan_text(path), source)

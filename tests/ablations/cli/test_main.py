@@ -42,6 +42,25 @@ def test_plan_json_lists_runs_with_the_plan_hash() -> None:
     )
 
 
+def test_plan_and_budget_check_the_workload_without_importing_it() -> None:
+    """As validate: what they print needs none of the workload's code, whose import cost every
+    call torch's seconds (a LoRA recipe's transformers: 6.5 s of 7.5); a module that cannot be
+    found is still refused (tests/ablations/plan/test_io.py)."""
+    lora = ROOT / "ablations" / "recipes" / "lora.yaml"
+    script = (
+        "import sys\n"
+        "from ablations.cli.ablate import main\n"
+        f"assert main(['plan', {str(lora)!r}, '--json']) == 0\n"
+        f"assert main(['budget', {str(lora)!r}, '--json']) == 0\n"
+        "print(sorted({'torch', 'transformers', 'peft'} & set(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "[]"
+
+
 def test_schema_describes_every_field() -> None:
     result = ablate("schema")
     schema = json.loads(result.stdout)
