@@ -6,6 +6,7 @@ import contextlib
 import copy
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,24 @@ def loopback(tmp_path: Path, s3_endpoint: str, postgres: PostgresCluster) -> Ite
     database = postgres.create_database(f"prefect_{uuid.uuid4().hex[:12]}")
     with serve(tmp_path, database) as loop:
         yield loop
+
+
+def paused_since(client: Any, since: datetime) -> list[Any]:
+    """The flow runs paused (a UI gate waiting) that started after `since`: the test's own.
+    The server is the test process's, shared by its files: a run another test left paused
+    must not take this test's answer (one did, and the gate waited its 5 minutes)."""
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterStartTime,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+
+    return list(
+        client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(
+                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["PAUSED"])),
+                start_time=FlowRunFilterStartTime(after_=since),
+            )
+        )
+    )

@@ -8,13 +8,14 @@ import json
 import os
 import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
-from tests.flows.conftest import plan_text
+from tests.flows.conftest import paused_since, plan_text
 
 pytestmark = pytest.mark.slow
 
@@ -105,23 +106,15 @@ def test_ui_gate_applies_the_answer_given_through_the_client(
     prefect_server: None, tmp_path: Path, tiny_plan: dict[str, Any]
 ) -> None:
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        FlowRunFilter,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-    )
 
     tiny_plan["gate"] = {"mode": "ui", "timeout_minutes": 5}
     answered: list[str] = []
+    began = datetime.now(timezone.utc)
 
     def answer() -> None:
         with get_client(sync_client=True) as client:
             for _ in range(600):
-                paused = client.read_flow_runs(
-                    flow_run_filter=FlowRunFilter(
-                        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["PAUSED"]))
-                    )
-                )
+                paused = paused_since(client, began)
                 if paused:
                     refused = client.resume_flow_run(
                         paused[0].id, run_input={"decision": "trim", "drop": ["not-a-run"]}

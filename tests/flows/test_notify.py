@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from ablations.report.md_html import plain
-from tests.flows.conftest import plan_text
+from tests.flows.conftest import paused_since, plan_text
 
 
 @pytest.fixture
@@ -57,11 +58,6 @@ def test_automations_notify_failure_gate_and_decision(
     receiver: tuple[str, list[dict[str, Any]]],
 ) -> None:
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        FlowRunFilter,
-        FlowRunFilterState,
-        FlowRunFilterStateType,
-    )
 
     from flows.campaign import ablation_campaign
     from flows.notify import NOTICES, create_notifications, webhook_block
@@ -98,13 +94,10 @@ def test_automations_notify_failure_gate_and_decision(
     def answer_when_notified() -> None:
         _wait_for(received, "waits for your decision", seconds=240)
         with get_client(sync_client=True) as client:
-            (paused,) = client.read_flow_runs(
-                flow_run_filter=FlowRunFilter(
-                    state=FlowRunFilterState(type=FlowRunFilterStateType(any_=["PAUSED"]))
-                )
-            )
+            (paused,) = paused_since(client, began)
             client.resume_flow_run(paused.id, run_input={"decision": "continue"})
 
+    began = datetime.now(timezone.utc)
     thread = threading.Thread(target=answer_when_notified, daemon=True)
     thread.start()
     state = ablation_campaign(
