@@ -17,6 +17,7 @@ from typing import Any
 from ablations.cli.arguments import positive_int, positive_seconds
 from ablations.cli.registry import EXIT_OK, command
 from ablations.errors import InputError
+from ablations.text.say import say
 
 QUERY_SECONDS = 1.0
 """How often the worker asks for runs: a run waits half of it on average before it starts.
@@ -81,6 +82,12 @@ def worker_command(args: argparse.Namespace) -> int:
     from flows.host_worker import serve_pool
 
     limit = args.limit or len(host.slots)
+    say(
+        f"{args.name or f'ablate {host.host}'}: pool {args.pool}"
+        + (f" (queues {', '.join(args.queue)})" if args.queue else "")
+        + f", {len(host.slots)} slot(s) of {host.host} ({', '.join(s.name for s in host.slots)}),"
+        f" at most {limit} run(s) at once; Ctrl-C stops it"
+    )
     serve_pool(
         args.pool,
         queues=args.queue,
