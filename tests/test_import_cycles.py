@@ -60,9 +60,10 @@ def test_the_exception_tree_imports_nothing_of_the_project() -> None:
 # -- the package order ------------------------------------------------------------------------
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # the bottom: the exception tree, the output folder's names and writer, how a process ends;
+    # the bottom: the exception tree, the output folder's names and writer, how a process ends,
+    # the lazy public names of a package;
     # nothing of the project but each other
-    ("ablations.errors", "ablations.files", "ablations.process"),
+    ("ablations.errors", "ablations.files", "ablations.process", "ablations.lazy"),
     # what the campaign refuses or hides; how numbers print and the progress channel
     ("ablations.security", "ablations.text"),
     ("ablations.plan",),

@@ -8,8 +8,9 @@ process that never draws a plot (the results step runs in a slot worker): a CPU-
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ablations.lazy import lazy_exports
 
 if TYPE_CHECKING:  # what a type checker (and an editor) sees; at run time `__getattr__`
     from ablations.errors import ReportError as ReportError
@@ -50,14 +51,4 @@ _PUBLIC: dict[str, str] = {
 __all__ = sorted(_PUBLIC)
 
 
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ablations.report' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # looked up once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_exports(__name__, _PUBLIC, globals())
