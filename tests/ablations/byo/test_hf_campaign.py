@@ -18,7 +18,9 @@ from tests.ablations.byo.campaigns import (
 from tests.ablations.byo.test_hf import PARAMS, TINY
 from tests.faults.conftest import Campaign
 
-pytestmark = pytest.mark.slow
+# `make test-long` (40 s each on 2 cores): the command campaign (test_command_campaign.py) keeps
+# a kill and its resume in `make test`; these two check the same through Lightning and HF.
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 INTERVAL = 10
 PLAN: dict[str, Any] = {
