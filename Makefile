@@ -71,7 +71,8 @@ WITH_TYPES = $(BIN)/mypy > .mypy.log 2>&1 & types=$$!; $(1); tests=$$?; \
 
 # Every test but the few marked `long` (a minute or more each: the work-pool campaigns, store
 # outages and a full disk, the whole demo, four kills in a row, the Lightning and HF Trainer
-# campaigns), which would take the suite past 8 minutes on 2 cores: `make test-long` runs those, and CI (.ci/run) runs it after.
+# campaigns), which would take the suite past 8 minutes on 2 cores: `make test-long` runs
+# those, and CI (.ci/run) runs it after.
 test: lint docs
 	$(call WITH_TYPES,$(PYTEST) -m 'not long')
 
