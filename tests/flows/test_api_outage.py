@@ -206,3 +206,22 @@ def test_the_api_outage_setting_is_seconds_or_refused_by_name(
     monkeypatch.setenv(API_OUTAGE_ENV, "-1")
     with pytest.raises(InputError, match=API_OUTAGE_ENV):
         api_outage_seconds()
+
+
+def test_our_tries_go_without_prefects_retries_under_whatever_settings_are_current() -> None:
+    from prefect.settings import get_current_settings
+
+    from flows.api_outage import no_client_retries
+
+    configured = PREFECT_CLIENT_MAX_RETRIES.value()
+    assert configured > 0
+    for url in ("http://127.0.0.1:1/api", "http://127.0.0.1:2/api", "http://127.0.0.1:1/api"):
+        with temporary_settings(updates={PREFECT_API_URL: url}):
+            current = get_current_settings()
+            with no_client_retries():
+                assert PREFECT_CLIENT_MAX_RETRIES.value() == 0
+                assert PREFECT_API_URL.value() == url  # the current settings', not a stale copy
+                with no_client_retries():  # the copy made once per settings object
+                    assert get_current_settings().client.max_retries == 0
+            assert get_current_settings() is current
+    assert PREFECT_CLIENT_MAX_RETRIES.value() == configured
