@@ -20,7 +20,10 @@ Per size, for the main phase (from its first submission to its last accepted rec
 - runs/min against the ideal: N workers x (the sleep the runs did) back to back;
 - the overhead per run (median): submit to start (the flow run's creation to its Running
   state: the worker's poll, the process's start), the time the run's process spent around
-  its sleep, and finish to accepted (the flow run's end to its record in the folder);
+  its sleep, and finish to accepted (the flow run's end to its record in the folder); beside
+  it, submit to start split at the Pending state (`pickup_s`: the worker's poll; `starting_s`:
+  the worker's job, the process's start, the engine up to Running) and the campaign's
+  turnaround from a record to its next submission (`accepted_to_next_submit_s`);
 - CPU seconds per flow run: the Prefect server's process tree, PostgreSQL's, the campaign
   process's, and the hosts' (each worker with the flow-run processes it started: the flow
   run's own Python, its slot worker, the command), over the whole campaign;
@@ -33,12 +36,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import datetime
@@ -110,6 +115,15 @@ def postmaster(data_dir: Path) -> int:
 
 def when(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def pending_at(api: str, flow_run_id: str) -> float | None:
+    """When the flow run went Pending (a worker took it), from its state history."""
+    url = f"{api}/flow_run_states/?flow_run_id={flow_run_id}"
+    with urllib.request.urlopen(url, timeout=60) as response:
+        states = json.loads(response.read())
+    stamps = [when(s["timestamp"]) for s in states if s["type"] == "PENDING"]
+    return min(stamps) if stamps else None
 
 
 def count_errors(logs: list[Path]) -> dict[str, int]:
@@ -208,6 +222,7 @@ def measure(
     main = [r for r in runs if r["parameters"]["spec"]["phase"] == "main"]
     pause = args.run_seconds / STEPS
     submit_to_start, around, finish_to_accepted = [], [], []
+    pickup, starting = [], []  # submit to start, split at the worker's Pending
     slept = 0.0
     for run in main:
         run_id = run["parameters"]["spec"]["run_id"]
@@ -219,11 +234,23 @@ def measure(
             continue  # a lost attempt: its resubmission is the one measured
         start, end = when(run["start_time"]), when(run["end_time"])
         submit_to_start.append(start - when(run["created"]))
+        pending = pending_at(api, run["id"])
+        if pending is not None:
+            pickup.append(pending - when(run["created"]))
+            starting.append(start - pending)
         around.append(end - start - trained * pause)
         finish_to_accepted.append(accepted_at[run_id] - end)
     first = min(when(r["created"]) for r in main)
     last = max(accepted_at[r["parameters"]["spec"]["run_id"]] for r in main)
     main_ids = {r["parameters"]["spec"]["run_id"] for r in main}
+    # The campaign's turnaround: from a record in the folder to its next submission.
+    created = sorted(when(r["created"]) for r in main)
+    turnaround = [
+        min((c for c in created if c >= accepted_at[r["parameters"]["spec"]["run_id"]]),
+            default=math.nan) - accepted_at[r["parameters"]["spec"]["run_id"]]
+        for r in main
+    ]  # fmt: skip
+    turnaround = [t for t in turnaround if not math.isnan(t)]
     phase_wall = last - first
     logs = sorted(folder.glob("*.log"))
     return {
@@ -236,8 +263,13 @@ def measure(
         "ideal_runs_per_min": round(60 * len(main_ids) / (slept / workers), 2),
         "of_ideal": round((slept / workers) / phase_wall, 3),
         "submit_to_start_s": round(statistics.median(submit_to_start), 2),
+        "pickup_s": round(statistics.median(pickup), 2) if pickup else None,
+        "starting_s": round(statistics.median(starting), 2) if starting else None,
         "around_run_s": round(statistics.median(around), 2),
         "finish_to_accepted_s": round(statistics.median(finish_to_accepted), 2),
+        "accepted_to_next_submit_s": round(statistics.median(turnaround), 2)
+        if turnaround
+        else None,
         "overhead_per_run_s": round(
             statistics.median(
                 a + b + c

@@ -21,6 +21,7 @@ process imports it again only to find `run_engine` (already loaded: no cost).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import runpy
@@ -28,7 +29,8 @@ import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import prefect.context
 import prefect.engine  # imported once here, run as __main__ per flow run below
@@ -37,6 +39,30 @@ import s3fs  # noqa: F401  (a pool's store is S3: its client's imports are half 
 
 import flows.run  # noqa: F401  (the deployment's entry point, and ablate's host side)
 
+
+def _complete_models(prefixes: tuple[str, ...] = ("prefect", "ablations", "flows")) -> int:
+    """Build the validators pydantic defers to a model's first use (Prefect defers hundreds:
+    a run built those it used, reading its flow run and deployment, in each fork); how many.
+    Here once per host: 0.07 CPU s."""
+    from pydantic import BaseModel
+
+    built = 0
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(prefixes):
+            continue
+        for value in list(vars(module).values()):
+            if (
+                isinstance(value, type)
+                and issubclass(value, BaseModel)
+                and value.__module__ == name
+                and not value.__pydantic_complete__
+            ):
+                with contextlib.suppress(Exception):  # left to its first use, as before
+                    built += bool(value.model_rebuild())
+    return built
+
+
+_complete_models()
 # What is loaded so far lives as long as the server and every run: out of the garbage
 # collector's reach, so a run's collections do not walk (and so copy) the server's pages.
 gc.freeze()
@@ -60,6 +86,7 @@ def run_engine(
             os.environ[key] = value
     os.environ["PREFECT__FLOW_RUN_ID"] = flow_run_id
     _refresh_settings()
+    _without_suspension_observer()
     sys.argv = [sys.argv[0], flow_run_id]
     scratch = None if working_dir else tempfile.mkdtemp(suffix="prefect")
     os.chdir(working_dir or scratch or ".")
@@ -73,6 +100,23 @@ def run_engine(
         if scratch is not None:
             os.chdir("/")
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _no_observer(*args: Any, **kwargs: Any) -> Iterator[None]:
+    yield
+
+
+def _without_suspension_observer() -> None:
+    """No watch for a `suspend_flow_run` of this run: Prefect 3.9's engine opens one per flow
+    run of a deployment (a thread, its own event loop, client and events subscription) and
+    waits for it to connect before the flow starts: 11% of a host's CPU per run (py-spy),
+    and a websocket per run for the server. The `run` flow never suspends itself, and a run
+    stopped from outside is cancelled (`HostWorker._cancel_run`), not suspended."""
+    import prefect.flow_engine
+
+    if hasattr(prefect.flow_engine, "observe_flow_run_suspension"):
+        prefect.flow_engine.observe_flow_run_suspension = _no_observer
 
 
 def _refresh_settings() -> None:

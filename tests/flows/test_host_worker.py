@@ -6,6 +6,7 @@ Its flow runs on a real server and pool: tests/flows/test_work_pool*.py and test
 from __future__ import annotations
 
 import itertools
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,23 @@ def test_a_host_whose_run_ended_asks_at_every_tick_for_a_while() -> None:
     later = asked[len(eager) :]  # then back to one a second
     assert later and all(b - a >= 1.0 for a, b in itertools.pairwise(later))
     assert later[0] - eager[-1] >= 1.0
+
+
+def test_the_fork_server_builds_prefects_deferred_models_and_drops_the_suspension_watch() -> None:
+    """What a forked run no longer pays (py-spy, docs/performance.md): the validators of the
+    models it reads, and the engine's watch for a suspension (a thread and a websocket), which
+    `run_engine` swaps for nothing. A Prefect that renames the watch fails here, not silently."""
+    check = (
+        "import flows.engine_fork as f, prefect.flow_engine as e\n"
+        "from prefect.client.schemas.objects import FlowRun\n"
+        "from prefect.client.schemas.responses import DeploymentResponse\n"
+        "assert FlowRun.__pydantic_complete__ and DeploymentResponse.__pydantic_complete__\n"
+        "assert e.observe_flow_run_suspension is not f._no_observer\n"
+        "f._without_suspension_observer()\n"
+        "assert e.observe_flow_run_suspension is f._no_observer\n"
+    )
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.mark.slow
