@@ -365,7 +365,7 @@ def _run_campaign(
     campaign = campaign_flow(executor, admission).with_options(
         # named after the admitted plan: Prefect's name callback would read the plan again
         flow_run_name=admission.plan.campaign.id,
-        task_runner=ThreadPoolTaskRunner(max_workers=len(executor.slots)),  # type: ignore[arg-type]
+        task_runner=ThreadPoolTaskRunner(max_workers=executor.threads),  # type: ignore[arg-type]
     )
     # Prefect's client retries in the flow's engine until a call of ours gives up on the
     # server, none after: its reports of the failed flow to a server gone end at once.

@@ -23,6 +23,12 @@ class Executor(Protocol):
         """The slots runs are kept in flight on: the projection and the schedule count them."""
         ...
 
+    @property
+    def threads(self) -> int:
+        """The campaign's threads for runs: one per slot, or more where a thread can make a
+        run ready to start while the slot's current one ends (`PoolExecutor`'s)."""
+        ...
+
     def run(self, spec: RunSpec) -> RunRecord:
         """Run one run on a free slot (waiting for one) and return its record.
 

@@ -96,6 +96,11 @@ class LocalSlots:
     def slots(self) -> list[SlotSpec]:
         return [worker.slot for worker in self.leases.slots]
 
+    @property
+    def threads(self) -> int:
+        """One per slot: a run's thread holds its slot's worker from start to end."""
+        return len(self.leases.slots)
+
     def run(self, spec: RunSpec) -> RunRecord:
         with self._leased() as worker:
             return worker.do(RunJob(spec))

@@ -111,3 +111,42 @@ def test_the_worker_side_leaves_record_outputs_and_heartbeat_in_the_store(
     for relative in reply["artifacts"].values():  # exported on the host, not in its out_dir
         assert (base / "outputs" / relative).stat().st_size > 0
         assert not (campaign.out_dir / relative).exists()
+
+
+def test_a_run_waiting_for_a_place_when_the_phase_ends_is_not_submitted(
+    tmp_path: Path, tiny_plan: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool campaign keeps a second thread per place, its run accepted and waiting for the
+    place (`PoolExecutor.threads`); once the phase ends (`terminate`), such a run comes back
+    failed, `NotSubmitted`, without a flow run: a failed phase does not start new runs."""
+    import threading
+
+    import flows.pool
+    from ablations.campaign.campaign import Campaign
+    from ablations.campaign.opening import register
+    from ablations.campaign.specs import spec_for
+    from flows.pool import NOT_SUBMITTED, PoolExecutor
+
+    tiny_plan["checkpoint"]["store"] = f"file://{tmp_path / 'store'}"
+    registration = register(plan_text(tiny_plan), tmp_path / "out")
+    campaign = Campaign.load(Path(registration.out_dir))
+    spec = spec_for(campaign.plan, campaign.registration, campaign.phase("pilot")[0])
+
+    def no_submission(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a run was submitted after the phase ended")
+
+    monkeypatch.setattr(flows.pool, "run_deployment", no_submission)
+    executor = PoolExecutor(
+        PoolSettings("gpus"), pool_slots(PoolSettings("gpus"), ResourcesSection(devices=1), None)
+    )
+    assert executor.threads == 2 * len(executor.slots) == 2
+    records = []
+    executor.in_flight.acquire()  # the place is taken: the run's thread waits for it
+    waiting = threading.Thread(target=lambda: records.append(executor.run(spec)))
+    waiting.start()
+    executor.terminate()
+    executor.in_flight.release()
+    waiting.join(30)
+    (record,) = records
+    assert record.status == "failed" and record.lost
+    assert record.error is not None and record.error.type == NOT_SUBMITTED
