@@ -22,8 +22,10 @@ Per size, for the main phase (from its first submission to its last accepted rec
   state: the worker's poll, the process's start), the time the run's process spent around
   its sleep, and finish to accepted (the flow run's end to its record in the folder); beside
   it, submit to start split at the Pending state (`pickup_s`: the worker's poll; `starting_s`:
-  the worker's job, the process's start, the engine up to Running) and the campaign's
-  turnaround from a record to its next submission (`accepted_to_next_submit_s`);
+  the worker's job, the process's start, the engine up to Running) and each slot's idle time
+  between two runs (`idle_between_runs_s`: one flow run's end to the next one's Running on the
+  same host's slot; `end_to_next_submit_s`: how much of it passed before the campaign
+  submitted the run that came next there);
 - CPU seconds per flow run: the Prefect server's process tree, PostgreSQL's, the campaign
   process's, and the hosts' (each worker with the flow-run processes it started: the flow
   run's own Python, its slot worker, the command), over the whole campaign;
@@ -34,9 +36,9 @@ Per size, for the main phase (from its first submission to its last accepted rec
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
-import math
 import os
 import statistics
 import subprocess
@@ -243,14 +245,19 @@ def measure(
     first = min(when(r["created"]) for r in main)
     last = max(accepted_at[r["parameters"]["spec"]["run_id"]] for r in main)
     main_ids = {r["parameters"]["spec"]["run_id"] for r in main}
-    # The campaign's turnaround: from a record in the folder to its next submission.
-    created = sorted(when(r["created"]) for r in main)
-    turnaround = [
-        min((c for c in created if c >= accepted_at[r["parameters"]["spec"]["run_id"]]),
-            default=math.nan) - accepted_at[r["parameters"]["spec"]["run_id"]]
-        for r in main
-    ]  # fmt: skip
-    turnaround = [t for t in turnaround if not math.isnan(t)]
+    # Each host's device between two runs: from one flow run's end to the next one's Running
+    # state on the same slot, and of that, the part before the next run was submitted.
+    by_slot: dict[str, list[dict[str, Any]]] = {}
+    for run in main:
+        if run["state_type"] == "COMPLETED":
+            slot = records[run["parameters"]["spec"]["run_id"]].get("slot") or "?"
+            by_slot.setdefault(slot, []).append(run)
+    idle, end_to_submit = [], []
+    for ran in by_slot.values():
+        ran.sort(key=lambda r: when(r["start_time"]))
+        for before, after in itertools.pairwise(ran):
+            idle.append(when(after["start_time"]) - when(before["end_time"]))
+            end_to_submit.append(when(after["created"]) - when(before["end_time"]))
     phase_wall = last - first
     logs = sorted(folder.glob("*.log"))
     return {
@@ -267,8 +274,9 @@ def measure(
         "starting_s": round(statistics.median(starting), 2) if starting else None,
         "around_run_s": round(statistics.median(around), 2),
         "finish_to_accepted_s": round(statistics.median(finish_to_accepted), 2),
-        "accepted_to_next_submit_s": round(statistics.median(turnaround), 2)
-        if turnaround
+        "idle_between_runs_s": round(statistics.median(idle), 2) if idle else None,
+        "end_to_next_submit_s": round(statistics.median(end_to_submit), 2)
+        if end_to_submit
         else None,
         "overhead_per_run_s": round(
             statistics.median(
