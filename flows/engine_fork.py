@@ -87,6 +87,7 @@ def run_engine(
     os.environ["PREFECT__FLOW_RUN_ID"] = flow_run_id
     _refresh_settings()
     _without_suspension_observer()
+    _heartbeats_without_join()
     sys.argv = [sys.argv[0], flow_run_id]
     scratch = None if working_dir else tempfile.mkdtemp(suffix="prefect")
     os.chdir(working_dir or scratch or ".")
@@ -117,6 +118,27 @@ def _without_suspension_observer() -> None:
 
     if hasattr(prefect.flow_engine, "observe_flow_run_suspension"):
         prefect.flow_engine.observe_flow_run_suspension = _no_observer
+
+
+def _heartbeats_without_join() -> None:
+    """Prefect's flow-run heartbeats (every 180 s by default), their thread not waited for at
+    the flow's end, as Prefect's async engine does already: it sleeps in whole seconds, so the
+    sync engine's join kept each run's process, and its host's slot, half a second on average
+    after its Completed state (py-spy). The thread is a daemon; it emits nothing once the run
+    is final."""
+    import prefect.flow_engine
+
+    send = getattr(prefect.flow_engine, "_send_heartbeats", None)
+    if send is None or getattr(send, "__wrapped_by_ablate__", False):
+        return
+
+    @contextlib.contextmanager
+    def without_join(engine: Any, join_on_exit: bool = True) -> Iterator[None]:
+        with send(engine, join_on_exit=False):
+            yield
+
+    without_join.__wrapped_by_ablate__ = True  # type: ignore[attr-defined]
+    prefect.flow_engine._send_heartbeats = without_join
 
 
 def _refresh_settings() -> None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ablations.checkpoint.commit import Identity
     from ablations.checkpoint.interval import IntervalPolicy, overhead, young_daly
     from ablations.checkpoint.manager import CheckpointManager
+    from ablations.checkpoint.outage import OutlastingStore
     from ablations.checkpoint.saver import Retry
     from ablations.checkpoint.store import FsspecStore, Store, open_store
     from ablations.run.records import RunSpec
@@ -65,10 +66,16 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f"ablations.checkpoint.{module}"), name)
 
 
-def hook_for(spec: RunSpec) -> CheckpointManager | None:
+def hook_for(spec: RunSpec, store: OutlastingStore | None = None) -> CheckpointManager | None:
     """The checkpoint hook of a run, or None when its plan does not checkpoint.
 
-    Opens and probes the store: `StoreError` here means no training has started."""
-    from ablations.checkpoint.manager import CheckpointManager
+    Opens and probes the store: `StoreError` here means no training has started. With
+    `store` (a pool host's attempt store, opened by this process and in use), that one: a
+    second client and its probe (three requests) were a third of a second of each pool run."""
+    from ablations.checkpoint.manager import OUTLASTED, CheckpointManager
 
-    return CheckpointManager(spec) if spec.checkpoint is not None else None
+    if spec.checkpoint is None:
+        return None
+    if store is None:
+        return CheckpointManager(spec)
+    return CheckpointManager(spec, store=store, retry=OUTLASTED)  # it rides outages too

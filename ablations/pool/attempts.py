@@ -190,19 +190,26 @@ def _require_accepted(store: Store, spec: RunSpec, attempt: str) -> None:
         raise
 
 
-def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int] | None) -> str:
+def _on_slot(
+    slot: SlotSpec,
+    kind: Kind,
+    spec: RunSpec,
+    expected: dict[str, int] | None,
+    store: OutlastingStore | None = None,
+) -> str:
     """Run or preflight `spec` on the slot.
 
-    A flow run is a process of its own, so a CPU slot runs right here. A CUDA slot runs in a
-    `SlotWorker` child: it sets `CUDA_VISIBLE_DEVICES` before torch is imported, which this
-    process (a flow run may have loaded torch already) cannot promise."""
+    A flow run is a process of its own, so a CPU slot runs right here, a run's checkpoints on
+    `store` (the attempt's, in use). A CUDA slot runs in a `SlotWorker` child: it sets
+    `CUDA_VISIBLE_DEVICES` before torch is imported, which this process (a flow run may have
+    loaded torch already) cannot promise."""
     if slot.visible_devices == "":
         # A command's program is a process of its own: this one then never loads torch.
         share_cores(slot.cpu_threads, load_torch=spec.workload.command is None)
         spec = spec.model_copy(update={"device": slot.local_device})
         if kind == "preflight":
             return preflight_on_slot(spec, expected).model_dump_json()
-        return run_spec(spec).model_copy(update={"slot": slot.name}).model_dump_json()
+        return run_spec(spec, store).model_copy(update={"slot": slot.name}).model_dump_json()
     worker = SlotWorker(slot)
     try:
         if kind == "preflight":
@@ -212,15 +219,16 @@ def _on_slot(slot: SlotSpec, kind: Kind, spec: RunSpec, expected: dict[str, int]
         worker.close()
 
 
-def _run_and_upload(slot: SlotSpec, store: Store, spec: RunSpec) -> str:
+def _run_and_upload(slot: SlotSpec, store: OutlastingStore, spec: RunSpec) -> str:
     """Run, upload the exported files, and return the record with each file's sha256 in it
     (`export_sha256`): the result is sealed (signed) with them, so an export swapped in the
     store afterwards is refused by the campaign."""
     if spec.out_dir is None:
-        return _on_slot(slot, "run", spec, None)
+        return _on_slot(slot, "run", spec, None, store)
     assert spec.attempt is not None
     with scratch_folder("run-") as local:
-        reply = _on_slot(slot, "run", spec.model_copy(update={"out_dir": str(local)}), None)
+        local_spec = spec.model_copy(update={"out_dir": str(local)})
+        reply = _on_slot(slot, "run", local_spec, None, store)
         record = RunRecord.model_validate_json(reply)
         _require_accepted(store, spec, spec.attempt)  # a superseded attempt uploads nothing
         hashes: dict[str, str] = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ablations.errors import WorkerLost, WorkloadError
 from ablations.files.names import PREFLIGHT_LOG, run_log_name
@@ -24,9 +25,13 @@ from ablations.text.say import say
 from ablations.workers.messages import Done, Failed, Job, Worker, job_error
 from ablations.workers.probe_point import ProbePoint
 
+if TYPE_CHECKING:
+    from ablations.checkpoint.outage import OutlastingStore
 
-def run_spec(spec: RunSpec) -> RunRecord:
-    """Execute one run with its checkpoint hook (when the plan checkpoints)."""
+
+def run_spec(spec: RunSpec, store: OutlastingStore | None = None) -> RunRecord:
+    """Execute one run with its checkpoint hook (when the plan checkpoints), on `store` when
+    the caller has the run's store open already in this process (`hook_for`)."""
     from ablations.byo import is_external
     from ablations.run.workload import load_workload
 
@@ -34,7 +39,7 @@ def run_spec(spec: RunSpec) -> RunRecord:
     if spec.checkpoint is not None:
         from ablations.checkpoint import hook_for
 
-        hook = hook_for(spec)
+        hook = hook_for(spec, store)
     try:
         factory = load_workload(spec.workload.entry)
     except WorkloadError:

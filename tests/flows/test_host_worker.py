@@ -47,8 +47,9 @@ def test_a_host_whose_run_ended_asks_at_every_tick_for_a_while() -> None:
 
 def test_the_fork_server_builds_prefects_deferred_models_and_drops_the_suspension_watch() -> None:
     """What a forked run no longer pays (py-spy, docs/performance.md): the validators of the
-    models it reads, and the engine's watch for a suspension (a thread and a websocket), which
-    `run_engine` swaps for nothing. A Prefect that renames the watch fails here, not silently."""
+    models it reads, the engine's watch for a suspension (a thread and a websocket), which
+    `run_engine` swaps for nothing, and the wait for the heartbeat thread at the end. A Prefect
+    that renames either fails here, not silently."""
     check = (
         "import flows.engine_fork as f, prefect.flow_engine as e\n"
         "from prefect.client.schemas.objects import FlowRun\n"
@@ -57,6 +58,10 @@ def test_the_fork_server_builds_prefects_deferred_models_and_drops_the_suspensio
         "assert e.observe_flow_run_suspension is not f._no_observer\n"
         "f._without_suspension_observer()\n"
         "assert e.observe_flow_run_suspension is f._no_observer\n"
+        "import inspect\n"
+        "assert 'join_on_exit' in inspect.signature(e._send_heartbeats).parameters\n"
+        "f._heartbeats_without_join(); f._heartbeats_without_join()\n"
+        "assert e._send_heartbeats.__wrapped_by_ablate__\n"
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
