@@ -38,6 +38,7 @@ import prefect.flow_engine
 import s3fs  # noqa: F401  (a pool's store is S3: its client's imports are half of the host side's)
 
 import flows.run  # noqa: F401  (the deployment's entry point, and ablate's host side)
+from ablations.checkpoint import s3_session
 
 
 def _complete_models(prefixes: tuple[str, ...] = ("prefect", "ablations", "flows")) -> int:
@@ -63,6 +64,7 @@ def _complete_models(prefixes: tuple[str, ...] = ("prefect", "ablations", "flows
 
 
 _complete_models()
+s3_session.warm()  # every fork's S3 clients without parsing botocore's S3 model again
 # What is loaded so far lives as long as the server and every run: out of the garbage
 # collector's reach, so a run's collections do not walk (and so copy) the server's pages.
 gc.freeze()

@@ -214,8 +214,11 @@ def open_store(
     elif scheme == "s3":
         import s3fs
 
+        from ablations.checkpoint.s3_session import s3_session
+
         fs = s3fs.S3FileSystem(
             endpoint_url=section.endpoint_url,
+            session=s3_session(),  # botocore's S3 model parsed once per process, not per store
             skip_instance_cache=True,  # one client per store: no stale endpoint or listing
             use_listings_cache=False,  # listings decide what is committed: never from cache
             config_kwargs={**S3_TIMEOUTS, "retries": {"max_attempts": sdk_retries}},
