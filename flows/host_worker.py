@@ -134,11 +134,15 @@ class HostWorker(ProcessWorker):
         return await super().get_and_submit_flow_runs()
 
     async def warm(self) -> None:
-        """Start the fork server now: its imports are paid before the first run, not in it."""
+        """Start the fork server now: its imports are paid before the first run, not in it;
+        and import `run_engine` here (the target each run's process is given by name) off the
+        event loop, not in the loop at the first run."""
+        import importlib
         from multiprocessing import forkserver
 
         if self._context.get_start_method() == "forkserver":
             await anyio.to_thread.run_sync(forkserver.ensure_running)
+        await anyio.to_thread.run_sync(importlib.import_module, _PRELOAD)
 
     async def run(
         self,

@@ -35,7 +35,8 @@ def s3_session() -> Any:
 
 def warm() -> None:
     """Parse the S3 model, endpoint rules and endpoints into the loader now: one client made
-    and closed, without a request (no thread or connection is left behind)."""
+    and closed, without a request (no thread or connection is left behind). Called where an
+    event loop runs, it makes it in a thread of its own, joined."""
     import asyncio
 
     async def make_one() -> None:
@@ -49,4 +50,11 @@ def warm() -> None:
         async with client:
             pass
 
-    asyncio.run(make_one())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # none here: the usual case (a fork server's preload)
+        asyncio.run(make_one())
+        return
+    aside = threading.Thread(target=lambda: asyncio.run(make_one()), name="s3-warm")
+    aside.start()
+    aside.join()

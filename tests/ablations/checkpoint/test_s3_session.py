@@ -45,3 +45,14 @@ def test_warming_parses_the_model_and_leaves_no_thread_behind() -> None:
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_warming_from_a_running_event_loop_works_too() -> None:
+    """`ablate worker` imports the fork server's module inside its event loop."""
+
+    async def inside() -> None:
+        from ablations.checkpoint.s3_session import warm
+
+        warm()
+
+    asyncio.run(inside())
