@@ -45,13 +45,14 @@ from prefect.workers.process import (
 from ablations.text.say import say
 
 _PRELOAD = "flows.engine_fork"
-TICK_SECONDS = 0.2
+TICK_SECONDS = 0.1
 """How often the worker considers asking for runs (a tick asks nothing unless a slot is free)."""
 CANCEL_CHECK_SECONDS = 5.0
 """How often a host with runs in flight asks whether one was cancelled (one request)."""
-EAGER_SECONDS = 5.0
-"""After a run ends: ask at every tick for this long (its campaign submits the next run once
-it has seen the end, read the result and accepted the next attempt: about a second)."""
+EAGER_SECONDS = 2.0
+"""After a run ends: ask at every tick for this long (its campaign submits its next run as it
+sees the end, which its flow run reaches before its process has exited: 0.3 s after the end,
+`bench/pool_scale.py`'s `end_to_next_submit_s`)."""
 _WAITERS = anyio.CapacityLimiter(1024)
 """Threads that wait for a run's process to end: one per run in flight, never the bound
 (anyio's default limiter, 40 threads, is shared with the worker's own calls)."""

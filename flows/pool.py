@@ -394,6 +394,7 @@ class PoolExecutor:
                         idempotency_key=f"{spec.campaign_id}/{spec.run_id}/{attempt}",
                         work_queue_name=self.settings.queue,
                         tags=[campaign_tag(spec.campaign_id)],  # two campaigns, told apart
+                        flow_run_name=flow_run_name(spec, kind),
                     ),
                 )
                 assert isinstance(flow_run, FlowRun)  # sync call: no coroutine
@@ -530,6 +531,13 @@ class Outcome(Generic[Taken]):
     error_type: str = ""
     """`WorkerLost` (no result came back) or `UntrustedResult` (the last one was refused)."""
     problem: str = ""
+
+
+def flow_run_name(spec: RunSpec, kind: Kind) -> str:
+    """The name the UI lists a run's flow run under: its campaign, variant, seed and phase."""
+    if kind == "preflight":
+        return f"{spec.campaign_id}: preflight"
+    return f"{spec.campaign_id}: {spec.variant} seed {spec.seed} ({spec.phase})"
 
 
 def campaign_tag(campaign_id: str) -> str:

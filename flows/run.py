@@ -15,18 +15,9 @@ from ablations.pool.attempts import run_on_host
 from ablations.run.records import RunSpec
 
 
-def _run_name() -> str:
-    params = flow_run.parameters
-    spec = params.get("spec") or {}
-    if isinstance(spec, RunSpec):
-        spec = spec.model_dump()
-    campaign = spec.get("campaign_id")
-    if params.get("kind") == "preflight":
-        return f"{campaign}: preflight"
-    return f"{campaign}: {spec.get('variant')} seed {spec.get('seed')} ({spec.get('phase')})"
-
-
-@flow(name="run", flow_run_name=_run_name, persist_result=False, log_prints=False)
+# Named by the campaign as it submits the run (`flows.pool.flow_run_name`): a name computed
+# here is one more request to the server at each run's start.
+@flow(name="run", persist_result=False, log_prints=False)
 def one_run(
     spec: RunSpec,
     kind: Literal["run", "preflight"] = "run",

@@ -170,6 +170,7 @@ def test_two_campaigns_share_three_workers_each_within_its_share(
     for name, queue in queues.items():
         mine = [r for r in runs if f"campaign:{name}" in r["tags"]]
         assert len(mine) == 6 and {r["work_queue_name"] for r in mine} == {queue}
+        assert all(r["name"].startswith(f"{name}: ") for r in mine), [r["name"] for r in mine]
         out = [(_when(r["created"]), _when(r["end_time"])) for r in mine]
         assert most_at_once(out) <= DEVICES, name
         spans[name] = [(_when(r["start_time"]), _when(r["end_time"])) for r in mine]
