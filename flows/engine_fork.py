@@ -6,7 +6,8 @@ imports and 2 to 5 s before the run is Running, then 1 to 2 s of interpreter shu
 its Completed state while the worker's slot stays taken (docs/performance.md, "Beyond one
 machine"). `ablate worker` (`flows.host_worker`) starts multiprocessing's fork server once,
 with this module preloaded: Prefect's engine, the `run` flow, ablate's host side and the
-store's S3 client are imported there, once per host. Each flow run is a process forked from
+store's S3 client are imported there, Prefect's deferred pydantic models built and botocore's
+S3 model parsed, once per host. Each flow run is a process forked from
 it that runs Prefect's own engine entry point (`python -m prefect.engine`'s `__main__`, so
 the engine is Prefect's, whatever its version), then exits without an interpreter's shutdown:
 multiprocessing ends a child with `os._exit` after `threading._shutdown`, which runs the
@@ -16,7 +17,12 @@ Forking is safe here: importing these modules starts no thread and opens no conn
 server forks before any client exists), and nothing here touches CUDA: a run on a CUDA slot
 starts its own slot worker (`ablations.workers.worker`), which picks its card before torch
 initialises it. Only multiprocessing's fork server imports this module as a preload; a run's
-process imports it again only to find `run_engine` (already loaded: no cost).
+process imports it again only to find `run_engine` (already loaded: no cost), and the worker
+imports it once, off its event loop, for the same name.
+
+In each fork, two parts of Prefect 3.9's engine are left out (`run_engine`): the per-run
+suspension watch and the wait for the heartbeat thread at the end (their docstrings say why);
+`tests/flows/test_host_worker.py` fails when a Prefect version renames what they replace.
 """
 
 from __future__ import annotations
