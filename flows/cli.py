@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ablations.slots.devices import SlotSpec
     from flows.local_server import TemporaryServer
     from flows.pool import PoolExecutor
+    from flows.pool_interrupt import CampaignFlowRun
 
 
 def add_parsers(sub: Any) -> None:
@@ -169,6 +170,12 @@ def run_command(args: argparse.Namespace) -> int:
         _save_on_sigterm(plan, out_dir, opened)
     if local:
         _stop_on_ctrl_c(plan, opened)
+    campaign_run = None
+    if pool is not None:  # its runs are on their hosts: a signal ends this process at once
+        from flows.pool_interrupt import CampaignFlowRun, leave_on_signal
+
+        campaign_run = CampaignFlowRun()
+        leave_on_signal(pool, campaign_run, f"ablate run {args.plan} --out {out_dir}")
     require_configured_api("run")  # a dead PREFECT_API_URL: one line, exit 1, nothing started
     # One writer per folder, before anything is written to it (or a server started for it).
     with hold_folder(out_dir):
@@ -179,7 +186,7 @@ def run_command(args: argparse.Namespace) -> int:
             with _executor(
                 plan, str(args.plan), out_dir, slots, pool, opened, meanwhile=_import_the_flow
             ) as executor:
-                return _run_campaign(args, admission, executor, server)
+                return _run_campaign(args, admission, executor, server, campaign_run)
         except BaseException as exc:
             if server is not None:  # at once; a finished campaign stops it after Prefect's drains
                 server.stop()
@@ -351,6 +358,7 @@ def _run_campaign(
     admission: Admission,
     executor: Executor,
     server: TemporaryServer | None,
+    campaign_run: CampaignFlowRun | None = None,
 ) -> int:
     from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -366,6 +374,8 @@ def _run_campaign(
         # named after the admitted plan: Prefect's name callback would read the plan again
         flow_run_name=admission.plan.campaign.id,
         task_runner=ThreadPoolTaskRunner(max_workers=executor.threads),  # type: ignore[arg-type]
+        # its id, for a pool campaign's interrupt (`flows.pool_interrupt`)
+        on_running=[campaign_run.remember] if campaign_run is not None else None,
     )
     # Prefect's client retries in the flow's engine until a call of ours gives up on the
     # server, none after: its reports of the failed flow to a server gone end at once.
