@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import os
 import runpy
 import shutil
@@ -45,6 +46,12 @@ import s3fs  # noqa: F401  (a pool's store is S3: its client's imports are half 
 
 import flows.run  # noqa: F401  (the deployment's entry point, and ablate's host side)
 from ablations.checkpoint import s3_session
+
+RUN_IMPORTS = ("ablations.byo.command", "ablations.byo.run", "encodings.idna")
+"""What each run imported on its own (a command workload's adapter; the codec of a first
+request to a host by name): 12 to 45 ms before its program started."""
+
+VERSION_CHECK = "PREFECT_CLIENT_SERVER_VERSION_CHECK_ENABLED"
 
 
 def _complete_models(prefixes: tuple[str, ...] = ("prefect", "ablations", "flows")) -> int:
@@ -69,6 +76,8 @@ def _complete_models(prefixes: tuple[str, ...] = ("prefect", "ablations", "flows
     return built
 
 
+for _module in RUN_IMPORTS:
+    importlib.import_module(_module)
 _complete_models()
 s3_session.warm()  # every fork's S3 clients without parsing botocore's S3 model again
 # What is loaded so far lives as long as the server and every run: out of the garbage
@@ -93,6 +102,10 @@ def run_engine(
         else:
             os.environ[key] = value
     os.environ["PREFECT__FLOW_RUN_ID"] = flow_run_id
+    # The worker that forked this run checked the server's version as it started, with this
+    # same Prefect; each client of the run (the engine's, its log and event services') asked
+    # again: a request each, one of them before the run is Running. A job's own value stands.
+    os.environ.setdefault(VERSION_CHECK, "false")
     _refresh_settings()
     _without_suspension_observer()
     _heartbeats_without_join()

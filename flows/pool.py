@@ -91,8 +91,12 @@ class PoolSettings:
     (each resumes the last; a rerun of the campaign submits it again)."""
     poll_s: float = 0.25
     """How often the campaign reads the state of its flow runs in flight, all in one request
-    (`flows.watch`): a finished run is noticed half this late on average, and its place
-    goes to the next run then. About 3 ms of the server's CPU a read (py-spy)."""
+    (`flows.watch`), when the server's events are not heard: a finished run is noticed half
+    this late on average, and its place goes to the next run then. About 3 ms of the
+    server's CPU a read with a few runs out (py-spy), more with many."""
+    poll_heard_s: float = 1.0
+    """The same while the server's events of runs ending are heard (`flows.run_ends`): an end
+    is read as its event comes; the readings in between keep Pending and Running current."""
     liveness_s: float = 10.0
     """How often it reads each running attempt's heartbeat and newest commit from the store
     (two store requests; at most a sixth of `heartbeat_timeout_s`): the timeouts it checks
@@ -215,7 +219,7 @@ class PoolExecutor:
         self.in_flight = threading.BoundedSemaphore(max(1, len(slots)))
         # Set by `terminate`: a run waiting for a place is not submitted (the phase ended).
         self._ending = threading.Event()
-        self._watch = FlowRunWatch(settings.poll_s)
+        self._watch = FlowRunWatch(settings.poll_s, settings.poll_heard_s)
         # Flow runs whose result was taken from the store while the server still shows them
         # unfinished: set Completed once it answers (at the next state read that succeeds).
         self._unsettled = Unsettled()

@@ -88,3 +88,52 @@ def test_a_deleted_flow_run_is_gone_not_pending_forever(prefect_server: None) ->
             assert isinstance(watch.next_state(held), State)
             client.delete_flow_run(run.id)
             assert watch.next_state(held) == GONE
+
+
+def _final_state_seen_in(watch: FlowRunWatch, run_id: Any, end: Any) -> float:
+    """Seconds from `end()` (which finishes the run) to the held run's final state read."""
+    with watch.watching(run_id) as held:
+        assert isinstance(watch.next_state(held), State)
+        ended = time.monotonic()
+        end()
+        while True:
+            state = watch.next_state(held)
+            if isinstance(state, State) and state.is_final():
+                return time.monotonic() - ended
+
+
+def test_an_end_heard_from_the_server_s_events_is_read_at_once(prefect_server: None) -> None:
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run(_placeholder)
+        client.set_flow_run_state(run.id, Running(), force=True)
+        # A period far longer than the test: only the heard end can make it read in time.
+        watch = FlowRunWatch(period_s=0.05, heard_period_s=60.0)
+        with watch.watching(run.id) as held:
+            deadline = time.monotonic() + 20
+            while not watch.hears_ends:
+                assert time.monotonic() < deadline, "never subscribed to the server's events"
+                watch.next_state(held)
+            seen_after = _final_state_seen_in(
+                watch, run.id, lambda: client.set_flow_run_state(run.id, Completed(), force=True)
+            )
+    assert seen_after < 10.0  # read as the event came, not a minute later
+
+
+def test_without_the_server_s_events_the_watch_reads_at_its_period(
+    prefect_server: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import flows.run_ends
+
+    def refused(**kwargs: Any) -> Any:
+        raise OSError("websockets dropped by a proxy")
+
+    monkeypatch.setattr(flows.run_ends, "get_events_subscriber", refused)
+    with get_client(sync_client=True) as client:
+        run = client.create_flow_run(_placeholder)
+        client.set_flow_run_state(run.id, Running(), force=True)
+        watch = FlowRunWatch(period_s=0.1, heard_period_s=60.0)
+        seen_after = _final_state_seen_in(
+            watch, run.id, lambda: client.set_flow_run_state(run.id, Completed(), force=True)
+        )
+        assert not watch.hears_ends
+    assert seen_after < 10.0
