@@ -13,7 +13,8 @@ busy (Prefect's worker asks every interval regardless: with 16 busy hosts pollin
 second, 30 requests per 30 s run), every `--query-seconds` (1 s) while a slot is idle, and
 every `TICK_SECONDS` for `EAGER_SECONDS` after a run ends, when its campaign is about to submit
 the next one (it does as soon as it sees the end: the slot is taken again within a fraction
-of a second, not half a query interval later).
+of a second, not half a query interval later). With a slot free it also asks the moment the
+server schedules a flow run (its events, `flows.run_events`; `hear_scheduled_runs`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from prefect.workers.process import (
 )
 
 from ablations.text.say import say
+from flows.run_events import FlowRunEvents
 
 _PRELOAD = "flows.engine_fork"
 TICK_SECONDS = 0.1
@@ -78,11 +80,14 @@ class PollPolicy:
     run_ended_at: float = -math.inf
     cancel_checked_at: float = -math.inf
 
+    scheduled_at: float = -math.inf
+    """When the server's events last said a flow run was scheduled."""
+
     def due(self, now: float, slot_free: bool) -> bool:
         """Whether to ask now (and if so, the ask is counted as made at `now`)."""
         if not slot_free:
             return False
-        eager = now - self.run_ended_at < EAGER_SECONDS
+        eager = now - self.run_ended_at < EAGER_SECONDS or self.scheduled_at >= self.asked_at
         if not eager and now - self.asked_at < self.query_seconds:
             return False
         self.asked_at = now
@@ -90,6 +95,10 @@ class PollPolicy:
 
     def run_ended(self, now: float) -> None:
         self.run_ended_at = now
+
+    def scheduled(self, now: float) -> None:
+        """A flow run was scheduled: ask at the next chance (once), whatever the period."""
+        self.scheduled_at = now
 
     def cancel_check_due(self, now: float) -> bool:
         """Whether to read the states of the runs in flight for a cancellation now: every
@@ -120,19 +129,50 @@ class HostWorker(ProcessWorker):
         self._processes: dict[int, BaseProcess] = {}
         self._by_flow_run: dict[UUID, BaseProcess] = {}
         self.polls = PollPolicy(query_seconds)
+        self._asking = anyio.Lock()
+        """One ask at a time: the ticks' and the scheduled events'."""
 
     async def get_and_submit_flow_runs(self) -> list[FlowRun]:
         """Ask for runs (Prefect's poll) only when `PollPolicy` says so; called every
-        `TICK_SECONDS` (`serve_pool` sets Prefect's query interval to it)."""
-        if self._by_flow_run and self.polls.cancel_check_due(time.monotonic()):
-            self._runs_task_group.start_soon(self._cancel_those_cancelling)  # type: ignore[union-attr]
-        limiter = self._limiter
-        free = limiter is None or limiter.available_tokens >= 1
-        if not self.polls.due(time.monotonic(), free):
-            # Alive and deciding, for Prefect's healthcheck (it reads when the worker polled).
-            self._last_polled_time = datetime.datetime.now(datetime.timezone.utc)
-            return []
-        return await super().get_and_submit_flow_runs()
+        `TICK_SECONDS` (`serve_pool` sets Prefect's query interval to it) and as a flow run
+        is scheduled (`hear_scheduled_runs`)."""
+        async with self._asking:
+            if self._by_flow_run and self.polls.cancel_check_due(time.monotonic()):
+                self._runs_task_group.start_soon(self._cancel_those_cancelling)  # type: ignore[union-attr]
+            limiter = self._limiter
+            free = limiter is None or limiter.available_tokens >= 1
+            if not self.polls.due(time.monotonic(), free):
+                # Alive and deciding, for Prefect's healthcheck (it reads when it polled).
+                self._last_polled_time = datetime.datetime.now(datetime.timezone.utc)
+                return []
+            return await super().get_and_submit_flow_runs()
+
+    async def hear_scheduled_runs(self) -> None:
+        """Ask for runs as the server schedules one (its events), not at the next tick: a
+        campaign submits a run as it sees another end, and the host that ran it is the one
+        free. A host with every slot busy does not ask (`PollPolicy`); without the events
+        (`FlowRunEvents.live` clear) the ticks ask as before. Runs until cancelled."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        heard = asyncio.Event()
+
+        def hear(_: UUID) -> None:  # in the listener's thread
+            loop.call_soon_threadsafe(heard.set)
+
+        events = FlowRunEvents(("Scheduled",), hear)
+        events.start()
+        try:
+            while True:
+                await heard.wait()
+                heard.clear()
+                if self._runs_task_group is None:  # not started yet: its first tick asks
+                    continue
+                self.polls.scheduled(time.monotonic())
+                with contextlib.suppress(Exception):  # a failed ask: the next tick's is as good
+                    await self.get_and_submit_flow_runs()
+        finally:
+            events.stop(timeout=0)
 
     async def warm(self) -> None:
         """Start the fork server now: its imports are paid before the first run, not in it;
@@ -283,7 +323,12 @@ def serve_pool(
 
     async def serve() -> None:
         await worker.warm()
-        await worker.start()
+        async with anyio.create_task_group() as aside:
+            aside.start_soon(worker.hear_scheduled_runs)
+            try:
+                await worker.start()
+            finally:
+                aside.cancel_scope.cancel()
 
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:

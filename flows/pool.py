@@ -95,7 +95,7 @@ class PoolSettings:
     this late on average, and its place goes to the next run then. About 3 ms of the
     server's CPU a read with a few runs out (py-spy), more with many."""
     poll_heard_s: float = 1.0
-    """The same while the server's events of runs ending are heard (`flows.run_ends`): an end
+    """The same while the server's events of runs ending are heard (`flows.run_events`): an end
     is read as its event comes; the readings in between keep Pending and Running current."""
     liveness_s: float = 10.0
     """How often it reads each running attempt's heartbeat and newest commit from the store

@@ -7,7 +7,7 @@ seen within a fraction of a second whatever the number in flight, for one reques
 in all (each run's wait read its own flow run every 2 s before: 8 requests a second with 16
 in flight, and a run's end seen 1 s late on average).
 
-While the server's events of runs ending are heard (`flows.run_ends.RunEnds`), the reading
+While the server's events of runs ending are heard (`flows.run_events.FlowRunEvents`), the reading
 thread reads at once when a held run ends and every `heard_period_s` otherwise: an end is
 seen within a few hundredths of a second, for a fraction of the readings.
 """
@@ -27,7 +27,7 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 from prefect.client.schemas.objects import State
 
 from flows.api_outage import no_client_retries
-from flows.run_ends import RunEnds
+from flows.run_events import FINAL_STATES, FlowRunEvents
 
 HEARD_RETRY_S = 0.1
 """How soon a run whose end was heard is read again when a reading did not show it yet."""
@@ -46,7 +46,7 @@ class FlowRunWatch:
         """Set when a held run's end was heard: the reading thread reads now."""
         self._heard: set[UUID] = set()
         """Held runs whose end was heard and not yet read (the reading was too early)."""
-        self._ends: RunEnds | None = None
+        self._ends: FlowRunEvents | None = None
         """The reading thread's subscription to the server's end events."""
         self._changed = threading.Condition()
         self._held: dict[UUID, int] = {}
@@ -111,7 +111,7 @@ class FlowRunWatch:
     def _read(self) -> None:
         """Read every held flow run's state, one request a period, until none is held; a
         failure outside a request (the client's start) ends the waits with it, not hangs them."""
-        ends = RunEnds(self._heard_end)  # this reading thread's: it ends with it
+        ends = FlowRunEvents(FINAL_STATES, self._heard_end)  # this reading thread's
         self._ends = ends
         ends.start()
         try:
@@ -127,7 +127,7 @@ class FlowRunWatch:
         finally:
             ends.stop(timeout=0)
 
-    def _read_while_held(self, ends: RunEnds) -> None:
+    def _read_while_held(self, ends: FlowRunEvents) -> None:
         with get_client(sync_client=True) as client:
             while True:
                 with self._changed:

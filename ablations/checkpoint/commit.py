@@ -85,6 +85,25 @@ def scan(store: Store, identity: Identity) -> tuple[list[int], list[int]]:
 def committed_by_any(store: Store, identity: Identity) -> list[tuple[int, Identity]]:
     """Every committed step of the run, in its own folder or any attempt's, as (step, the
     writer's identity), ascending by step. One listing call."""
+    return _committed(_step_folders(store, identity), identity)
+
+
+def survey(store: Store, identity: Identity) -> tuple[list[int], list[tuple[int, Identity]]]:
+    """(this writer's partial steps, ascending; every committed step of the run as
+    `committed_by_any` gives them): what a resume reads first, in one listing call where
+    `scan` and `committed_by_any` made two (a pool run's start waited on both)."""
+    folders = _step_folders(store, identity)
+    partial = sorted(
+        step
+        for (step, attempt), names in folders.items()
+        if attempt == identity.attempt and COMMIT not in names
+    )
+    return partial, _committed(folders, identity)
+
+
+def _step_folders(store: Store, identity: Identity) -> dict[tuple[int, str | None], set[str]]:
+    """Each step folder of the run, the run's own and its attempts', by (step, attempt):
+    the names of the objects in it."""
     objects: dict[tuple[int, str | None], set[str]] = {}
     for key in store.keys(identity.run_prefix):
         parts = key[len(identity.run_prefix) + 1 :].split("/")
@@ -94,9 +113,15 @@ def committed_by_any(store: Store, identity: Identity) -> list[tuple[int, Identi
         match = _STEP_DIR.match(parts[0])
         if match and len(parts) == 2:
             objects.setdefault((int(match.group(1)), attempt), set()).add(parts[1])
+    return objects
+
+
+def _committed(
+    folders: dict[tuple[int, str | None], set[str]], identity: Identity
+) -> list[tuple[int, Identity]]:
     found = [
         (step, replace(identity, attempt=attempt))
-        for (step, attempt), names in objects.items()
+        for (step, attempt), names in folders.items()
         if COMMIT in names
     ]
     return sorted(found, key=lambda item: (item[0], item[1].attempt or ""))

@@ -81,12 +81,12 @@ class CheckpointManager:
     def resume_with(self, restore: Callable[[dict[str, bytes]], int]) -> int:
         """`resume`, with `restore(verified payload) -> step` putting the state in place (a
         workload's tensors here, a training program's folder in `ablations.byo`)."""
-        _, partial = commit.scan(self.store, self.identity)
+        partial, committed = commit.survey(self.store, self.identity)
         commit.remove(self.store, self.identity, partial)  # saves that died before commit
         step, refused, source = 0, [], self.identity
         holds = self.held.held() if self.held is not None else None
         # Own commits and (on a pool) every earlier attempt's: the newest that verifies.
-        for candidate, writer in reversed(commit.committed_by_any(self.store, self.identity)):
+        for candidate, writer in reversed(committed):
             try:
                 mine = holds if writer == self.identity else None
                 payload = commit.read(self.store, writer, candidate, holds=mine)

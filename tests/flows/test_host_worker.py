@@ -45,6 +45,17 @@ def test_a_host_whose_run_ended_asks_at_every_tick_for_a_while() -> None:
     assert later[0] - eager[-1] >= 1.0
 
 
+def test_a_free_host_asks_once_as_a_run_is_scheduled_not_at_its_next_interval() -> None:
+    policy = PollPolicy(query_seconds=1.0)
+    assert policy.due(0.0, slot_free=True)
+    assert not policy.due(0.3, slot_free=True)  # within its interval
+    policy.scheduled(0.4)
+    assert not policy.due(0.45, slot_free=False)  # every slot busy: still not
+    assert policy.due(0.5, slot_free=True)  # free: at once
+    assert not policy.due(0.6, slot_free=True)  # once per scheduled run, then its interval
+    assert policy.due(1.5, slot_free=True)
+
+
 def test_the_fork_server_builds_prefects_deferred_models_and_drops_the_suspension_watch() -> None:
     """What a forked run no longer pays (py-spy, docs/performance.md): the validators of the
     models it reads, the engine's watch for a suspension (a thread and a websocket), which
@@ -62,6 +73,8 @@ def test_the_fork_server_builds_prefects_deferred_models_and_drops_the_suspensio
         "assert 'join_on_exit' in inspect.signature(e._send_heartbeats).parameters\n"
         "f._heartbeats_without_join(); f._heartbeats_without_join()\n"
         "assert e._send_heartbeats.__wrapped_by_ablate__\n"
+        "import sys\n"  # what each run imported is there; torch, a CUDA slot's, is not
+        "assert all(m in sys.modules for m in f.RUN_IMPORTS) and 'torch' not in sys.modules\n"
     )
     done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]

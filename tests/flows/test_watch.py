@@ -122,12 +122,12 @@ def test_an_end_heard_from_the_server_s_events_is_read_at_once(prefect_server: N
 def test_without_the_server_s_events_the_watch_reads_at_its_period(
     prefect_server: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import flows.run_ends
+    import flows.run_events
 
     def refused(**kwargs: Any) -> Any:
         raise OSError("websockets dropped by a proxy")
 
-    monkeypatch.setattr(flows.run_ends, "get_events_subscriber", refused)
+    monkeypatch.setattr(flows.run_events, "get_events_subscriber", refused)
     with get_client(sync_client=True) as client:
         run = client.create_flow_run(_placeholder)
         client.set_flow_run_state(run.id, Running(), force=True)

@@ -202,3 +202,28 @@ def test_the_campaign_holds_a_commits_digest_before_the_commit_exists(tmp_path: 
     _, digest = commit.write_committed(store, ME, 10, {MODEL: b"weights"}, hold)
     assert seen == [(digest, False)]
     assert record in store.keys(commit.step_key(ME, 10))
+
+
+@pytest.mark.parametrize("attempt", [None, "1-a"])
+def test_a_survey_lists_once_what_scan_and_committed_by_any_list_twice(
+    tmp_path: Path, attempt: str | None
+) -> None:
+    store = _file_store(tmp_path)
+    me = replace(ME, attempt=attempt)
+    other = replace(ME, attempt="2-b")
+    commit.write(store, me, 10, {"model.pt": b"m"})
+    commit.write(store, other, 20, {"model.pt": b"m"})
+    store.put(f"{commit.step_key(me, 30)}/{MODEL}", b"half")  # mine, died before its commit
+    store.put(f"{commit.step_key(other, 40)}/{MODEL}", b"half")  # another writer's: not mine
+    listed: list[str] = []
+    keys = store.keys
+
+    def counted(prefix: str) -> list[str]:
+        listed.append(prefix)
+        return keys(prefix)
+
+    store.keys = counted  # type: ignore[method-assign]
+    partial, committed = commit.survey(store, me)
+    assert len(listed) == 1
+    assert partial == [30] == commit.scan(store, me)[1]
+    assert committed == [(10, me), (20, other)] == commit.committed_by_any(store, me)

@@ -1,16 +1,18 @@
-"""The server's word that a flow run ended, as it happens: its events stream, subscribed to.
+"""The server's word that a flow run changed state, as it happens: its events, subscribed to.
 
 A campaign on a work pool learns that a run ended by reading the states of its flow runs
-(`flows.watch.FlowRunWatch`). Read every quarter second, an end was still seen 0.13 s late on
+(`flows.watch.FlowRunWatch`), and a host that a run waits for it by asking the server
+(`flows.host_worker`). Read every quarter second, an end was still seen 0.13 s late on
 average, and at 16 hosts the readings were a large share of the server's work (each one
-returns every flow run out). `RunEnds` listens to the server's events of flow runs reaching a
-final state (one websocket, `/events/out`) and calls `on_end` with each one's id, so the watch
-reads at once when one of its runs ends and seldom otherwise.
+returns every flow run out). `FlowRunEvents` listens to the server's events of flow runs
+entering the states named (one websocket, `/events/out`) and calls `on_event` with each one's
+id: the watch reads at once when one of its runs ends (`FINAL_STATES`) and seldom otherwise;
+a host with a free slot asks for runs as one is `Scheduled`.
 
-An event is only a reason to read: the state read from the API is what a run's wait acts on.
-Where the stream is not there (a server with it turned off, a proxy that drops websockets,
-the server restarting), `live` is clear and the watch reads at its own period, as before;
-the listener subscribes again `RETRY_SECONDS` later.
+An event is only a reason to read: the state read from the API is what a run's wait acts on,
+and what the server hands a worker is what it runs. Where the stream is not there (a server
+with it turned off, a proxy that drops websockets, the server restarting), `live` is clear and
+each reads at its own period, as before; the listener subscribes again `RETRY_SECONDS` later.
 """
 
 from __future__ import annotations
@@ -33,13 +35,15 @@ RETRY_SECONDS = 5.0
 _PREFIX = "prefect.flow-run."
 
 
-class RunEnds:
-    """One thread subscribed to the server's flow-run end events while started."""
+class FlowRunEvents:
+    """One thread subscribed to the server's events of flow runs entering `states` (names)
+    while started; `on_event` is called in that thread."""
 
-    def __init__(self, on_end: Callable[[UUID], None]) -> None:
-        self._on_end = on_end
+    def __init__(self, states: tuple[str, ...], on_event: Callable[[UUID], None]) -> None:
+        self._names = [f"{_PREFIX}{state}" for state in states]
+        self._on_event = on_event
         self.live = threading.Event()
-        """Set while subscribed: ends are heard as they happen."""
+        """Set while subscribed: the changes are heard as they happen."""
         self._stopping = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
@@ -51,7 +55,7 @@ class RunEnds:
         self._stopping.clear()
         context = contextvars.copy_context()
         self._thread = threading.Thread(
-            target=context.run, args=(self._run,), name="flow-run-ends", daemon=True
+            target=context.run, args=(self._run,), name="flow-run-events", daemon=True
         )
         self._thread.start()
 
@@ -80,14 +84,13 @@ class RunEnds:
         self._task = asyncio.current_task()
         if self._stopping.is_set():  # stopped before the task could be cancelled
             return
-        names = [f"{_PREFIX}{name}" for name in FINAL_STATES]
-        only_ends = EventFilter(event=EventNameFilter(name=names))
+        only_these = EventFilter(event=EventNameFilter(name=self._names))
         # A few reconnections before the listener's own retry (each one a second apart).
-        async with get_events_subscriber(filter=only_ends, reconnection_attempts=2) as events:
+        async with get_events_subscriber(filter=only_these, reconnection_attempts=2) as events:
             self.live.set()
             async for event in events:
                 try:
                     run = UUID(event.resource.id.removeprefix(_PREFIX))
                 except ValueError:  # not a flow run's id: not ours
                     continue
-                self._on_end(run)
+                self._on_event(run)
