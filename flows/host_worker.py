@@ -160,7 +160,7 @@ class HostWorker(ProcessWorker):
         def hear(_: UUID) -> None:  # in the listener's thread
             loop.call_soon_threadsafe(heard.set)
 
-        events = FlowRunEvents(("Scheduled",), hear)
+        events = FlowRunEvents(("Scheduled",), hear, pool=self._work_pool_name)
         events.start()
         try:
             while True:
@@ -171,6 +171,9 @@ class HostWorker(ProcessWorker):
                 self.polls.scheduled(time.monotonic())
                 with contextlib.suppress(Exception):  # a failed ask: the next tick's is as good
                     await self.get_and_submit_flow_runs()
+                # A burst of runs scheduled at once (a campaign's first round) is one ask a
+                # tick at most, as after a run's end.
+                await anyio.sleep(TICK_SECONDS)
         finally:
             events.stop(timeout=0)
 

@@ -26,6 +26,7 @@ from uuid import UUID
 
 from prefect.events.clients import get_events_subscriber
 from prefect.events.filters import EventFilter, EventNameFilter
+from prefect.events.schemas.events import Event
 
 FINAL_STATES = ("Completed", "Failed", "Crashed", "Cancelled", "TimedOut")
 """The names of the final states a `run` flow run ends in (an end by another name is seen by
@@ -37,11 +38,15 @@ _PREFIX = "prefect.flow-run."
 
 class FlowRunEvents:
     """One thread subscribed to the server's events of flow runs entering `states` (names)
-    while started; `on_event` is called in that thread."""
+    while started, of work pool `pool`'s flow runs only if given; `on_event` is called in that
+    thread."""
 
-    def __init__(self, states: tuple[str, ...], on_event: Callable[[UUID], None]) -> None:
+    def __init__(
+        self, states: tuple[str, ...], on_event: Callable[[UUID], None], pool: str | None = None
+    ) -> None:
         self._names = [f"{_PREFIX}{state}" for state in states]
         self._on_event = on_event
+        self._pool = pool
         self.live = threading.Event()
         """Set while subscribed: the changes are heard as they happen."""
         self._stopping = threading.Event()
@@ -89,8 +94,14 @@ class FlowRunEvents:
         async with get_events_subscriber(filter=only_these, reconnection_attempts=2) as events:
             self.live.set()
             async for event in events:
+                if self._pool is not None and not _in_pool(event, self._pool):
+                    continue  # another pool's (a team's server has several)
                 try:
                     run = UUID(event.resource.id.removeprefix(_PREFIX))
                 except ValueError:  # not a flow run's id: not ours
                     continue
                 self._on_event(run)
+
+
+def _in_pool(event: Event, pool: str) -> bool:
+    return any(related.role == "work-pool" and related.name == pool for related in event.related)
