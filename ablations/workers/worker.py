@@ -266,7 +266,11 @@ class SlotWorker:
         try:
             while not self._conn.poll(_POLL_SECONDS):
                 if not self._process.is_alive() or (until_terminate and TERMINATE.requested):
-                    return False, None
+                    # A child that replies and exits (its run committed on a SIGTERM) may do
+                    # both between the poll and this check: its reply is still in the pipe.
+                    if not self._conn.poll(0):
+                        return False, None
+                    break
             return True, self._conn.recv()
         except (EOFError, OSError):
             return False, None

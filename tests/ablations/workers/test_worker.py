@@ -3,7 +3,9 @@ run gets a new worker."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
@@ -216,3 +218,28 @@ def test_a_runs_own_output_goes_to_its_log_not_the_terminal(
     assert "login with REDACTED" in log and "hf_AbCd" not in log  # through the one redaction
     printed = capfd.readouterr()
     assert "Tip" not in printed.out + printed.err and "old API" not in printed.err
+
+
+class _ExitsAfterSending:
+    """A worker process seen dead right after it sent its last message: the child's reply and
+    exit land between the parent's poll of the pipe and its look at the process."""
+
+    def __init__(self, child: Connection, last: object | None) -> None:
+        self.child, self.last = child, last
+
+    def is_alive(self) -> bool:
+        if self.last is not None:
+            self.child.send(self.last)
+        return False
+
+
+@pytest.mark.parametrize("last", ["a reply", None])
+def test_a_reply_sent_just_before_the_worker_exits_is_read(
+    last: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ablations.workers.worker._POLL_SECONDS", 0.01)
+    parent, child = multiprocessing.Pipe()
+    worker = SlotWorker(SlotSpec("cpu#0", "cpu", 1))
+    worker._conn, worker._process = parent, _ExitsAfterSending(child, last)
+    # Read as dead, the run's committed reply was lost and the run retried on a fresh worker.
+    assert worker._receive() == ((True, last) if last is not None else (False, None))
