@@ -107,6 +107,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # `make test-long`: two campaigns in subprocesses (about a minute)
 def test_a_full_disk_stops_with_one_line_and_a_rerun_after_freeing_space_verifies(
     small_disk: Path, tmp_path: Path
 ) -> None:

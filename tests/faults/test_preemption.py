@@ -30,6 +30,7 @@ def _wait_for(condition: object, timeout: float = 240) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.long  # `make test-long`: two campaigns in subprocesses (about a minute)
 def test_sigterm_mid_run_commits_its_step_and_the_rerun_is_bitwise_uninterrupted(
     tmp_path: Path,
 ) -> None:
